@@ -1,0 +1,3 @@
+module fibrabench
+
+go 1.22

@@ -1,0 +1,52 @@
+// Command fibra-bench-go runs the Go peers of fibra's benchmark suite.
+//
+// Usage: fibra-bench-go <workload> -<param>=<value>... -runs=N
+//
+// Each workload does one warm-up run and N timed runs and prints one JSON
+// line per run: {"warmup":true,"seconds":0.0123,"result":499999500000}.
+// The harness (fibra-bench/src/peers/go.rs) checks every result.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"sort"
+	"time"
+)
+
+// workloads maps a subcommand to its entry point, which parses its own flags.
+var workloads = map[string]func(args []string){
+	"spsc": spsc,
+}
+
+func main() {
+	if len(os.Args) < 2 || workloads[os.Args[1]] == nil {
+		names := make([]string, 0, len(workloads))
+		for name := range workloads {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		fmt.Fprintf(os.Stderr, "usage: fibra-bench-go <workload> [flags]; workloads: %v\n", names)
+		os.Exit(2)
+	}
+	workloads[os.Args[1]](os.Args[2:])
+}
+
+// newFlags returns a flag set for a workload with the common -runs flag.
+func newFlags(name string) (*flag.FlagSet, *int) {
+	fs := flag.NewFlagSet(name, flag.ExitOnError)
+	runs := fs.Int("runs", 5, "timed runs after one warm-up run")
+	return fs, runs
+}
+
+// measure does one warm-up run and `runs` timed runs of `run`, printing one
+// JSON line per run with its duration and its result.
+func measure(runs int, run func() uint64) {
+	for i := 0; i <= runs; i++ {
+		start := time.Now()
+		result := run()
+		seconds := time.Since(start).Seconds()
+		fmt.Printf("{\"warmup\":%t,\"seconds\":%.9f,\"result\":%d}\n", i == 0, seconds, result)
+	}
+}

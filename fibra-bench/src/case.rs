@@ -1,0 +1,171 @@
+//! What one row of the table measures: a workload with fixed parameters
+//! ([`Spec`]) on one [`System`], and how to run it ([`Runner`]).
+
+use std::fmt;
+
+use crate::system::System;
+
+/// A parameter value: a number or a word (`variant: "else"`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ParamValue {
+    /// A count or size.
+    Int(u64),
+    /// A named variant.
+    Text(&'static str),
+}
+
+impl From<u64> for ParamValue {
+    fn from(v: u64) -> Self {
+        Self::Int(v)
+    }
+}
+
+impl From<&'static str> for ParamValue {
+    fn from(v: &'static str) -> Self {
+        Self::Text(v)
+    }
+}
+
+impl fmt::Display for ParamValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Int(v) => write!(f, "{v}"),
+            Self::Text(v) => f.write_str(v),
+        }
+    }
+}
+
+/// Named parameters in display order. Rows are compared with each other only
+/// when their workload parameters are equal.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Params(Vec<(&'static str, ParamValue)>);
+
+impl Params {
+    /// No parameters.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds `name = value`.
+    pub fn with(mut self, name: &'static str, value: impl Into<ParamValue>) -> Self {
+        self.0.push((name, value.into()));
+        self
+    }
+
+    /// The parameters in order.
+    pub fn iter(&self) -> impl Iterator<Item = &(&'static str, ParamValue)> {
+        self.0.iter()
+    }
+}
+
+/// `messages=1000000 capacity=0`
+impl fmt::Display for Params {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, (name, value)) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(" ")?;
+            }
+            write!(f, "{name}={value}")?;
+        }
+        Ok(())
+    }
+}
+
+/// A workload with fixed parameters: the work every system must do.
+#[derive(Clone, Debug)]
+pub struct Spec {
+    /// BENCHMARKS.md group (`general`, `fibers`, ...).
+    pub group: &'static str,
+    /// Workload name, lower-case-with-dashes.
+    pub workload: &'static str,
+    /// Every parameter that changes the work.
+    pub params: Params,
+    /// Units of work per run (messages, round trips, tasks).
+    pub ops: u64,
+    /// The result (sum, count, checksum) a correct run returns.
+    pub expected: u64,
+}
+
+impl Spec {
+    /// This workload on `system`, run by `runner`.
+    pub fn on(&self, system: System, runner: Runner) -> Case {
+        Case {
+            spec: self.clone(),
+            system,
+            runner,
+            note: None,
+            extra: Params::new(),
+        }
+    }
+}
+
+/// One timed run: does the work once and returns its result for checking.
+pub type RunFn = Box<dyn FnMut() -> u64>;
+
+/// How a case is run.
+pub enum Runner {
+    /// In this process. The outer closure is the untimed setup (e.g. building
+    /// a runtime), called once per case; the [`RunFn`] it returns is called
+    /// for the warm-up and for every timed run.
+    InProcess(Box<dyn FnOnce() -> RunFn>),
+    /// The Go program `go/` with this subcommand. It gets every workload
+    /// parameter as `-name=value` plus `-runs=N`, does its own warm-up and
+    /// timed runs, and prints one JSON line per run (see `peers::go`).
+    Go {
+        /// Subcommand name, e.g. `spsc`.
+        program: &'static str,
+    },
+}
+
+/// One row to measure: a workload on a system.
+pub struct Case {
+    /// The work.
+    pub spec: Spec,
+    /// Who does it.
+    pub system: System,
+    /// How.
+    pub runner: Runner,
+    /// A caveat printed under the table and stored in the row (e.g. a peer
+    /// that cannot use the exact parameters).
+    pub note: Option<&'static str>,
+    /// Extra fields for this row in report.json (e.g. `peer_capacity`).
+    pub extra: Params,
+}
+
+impl Case {
+    /// Attaches a caveat.
+    pub fn with_note(mut self, note: &'static str) -> Self {
+        self.note = Some(note);
+        self
+    }
+
+    /// Attaches an extra report field.
+    pub fn with_extra(mut self, name: &'static str, value: impl Into<ParamValue>) -> Self {
+        self.extra = self.extra.with(name, value);
+        self
+    }
+
+    /// `general/spsc-rendezvous [messages=1000 capacity=0] crossbeam`, for
+    /// progress lines and error messages.
+    pub fn label(&self) -> String {
+        format!(
+            "{}/{} [{}] {}",
+            self.spec.group, self.spec.workload, self.spec.params, self.system
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn params_display_in_order() {
+        let p = Params::new()
+            .with("messages", 1000)
+            .with("capacity", 0)
+            .with("variant", "else");
+        assert_eq!(p.to_string(), "messages=1000 capacity=0 variant=else");
+        assert_ne!(p, Params::new().with("capacity", 0).with("messages", 1000));
+    }
+}

@@ -1,0 +1,203 @@
+//! Command-line options, parsed by hand (the suite keeps its dependencies few).
+
+/// What `--help` prints.
+pub const USAGE: &str = "\
+fibra-bench: fibra against the systems a user would pick instead, same workload, same run
+
+USAGE:
+    cargo run --release -p fibra-bench -- [OPTIONS] [FILTER]...
+
+ARGS:
+    [FILTER]...      run only workloads whose group or name contains one of these
+                     (e.g. `general`, `spsc`, `spsc-bounded`, `general/spsc-rendezvous`)
+
+OPTIONS:
+    --quick          tiny parameters: the whole suite runs in seconds (CI)
+    --runs N         timed runs per row, after one warm-up run [default: 5]
+    --json           print the report JSON on stdout instead of the table
+    --workers N      worker threads for fibra's own runtime (reserved; recorded in the report)
+    --system NAME    run only systems whose name contains NAME (repeatable;
+                     e.g. `--system fibra --system crossbeam`)
+    --list           list the rows that would run, and exit
+    -h, --help       print this help
+
+OUTPUT:
+    a table on stdout (progress on stderr) and target/fibra-bench/report.json
+";
+
+/// The options of one benchmark run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Options {
+    /// Use tiny parameters.
+    pub quick: bool,
+    /// Timed runs per row (the warm-up run comes on top).
+    pub runs: usize,
+    /// Print the report JSON instead of the table.
+    pub json: bool,
+    /// Worker count for fibra's runtime; reserved until the runtime exists.
+    pub workers: Option<usize>,
+    /// Only list the selected rows.
+    pub list: bool,
+    /// Substrings selecting workloads by group or name; empty selects all.
+    pub filters: Vec<String>,
+    /// Substrings selecting systems by name; empty selects all.
+    pub systems: Vec<String>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            quick: false,
+            runs: 5,
+            json: false,
+            workers: None,
+            list: false,
+            filters: Vec::new(),
+            systems: Vec::new(),
+        }
+    }
+}
+
+impl Options {
+    /// Whether the workload `group/workload` on `system` is selected by the
+    /// filters.
+    pub fn selects(&self, group: &str, workload: &str, system: &str) -> bool {
+        let full = format!("{group}/{workload}");
+        let workload_ok =
+            self.filters.is_empty() || self.filters.iter().any(|f| full.contains(f.as_str()));
+        let system_ok =
+            self.systems.is_empty() || self.systems.iter().any(|s| system.contains(s.as_str()));
+        workload_ok && system_ok
+    }
+}
+
+/// What the command line asks for.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Command {
+    /// Run (or list) the benchmarks.
+    Run(Options),
+    /// Print [`USAGE`].
+    Help,
+}
+
+/// Parses the arguments that follow the program name.
+pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Command, String> {
+    let mut options = Options::default();
+    let mut args = args.into_iter();
+    while let Some(arg) = args.next() {
+        // `--name=value` and `--name value` are both accepted.
+        let (name, mut inline_value) = match arg.split_once('=') {
+            Some((name, value)) if name.starts_with("--") => {
+                (name.to_string(), Some(value.to_string()))
+            }
+            _ => (arg.clone(), None),
+        };
+        if inline_value.is_some() && !matches!(name.as_str(), "--runs" | "--workers" | "--system") {
+            return Err(format!("{name} takes no value"));
+        }
+        let mut value = || match inline_value.take() {
+            Some(text) => Ok(text),
+            None => args.next().ok_or(format!("{name} needs a value")),
+        };
+        let mut number = || -> Result<usize, String> {
+            let text = value()?;
+            text.parse()
+                .map_err(|_| format!("{name} needs a number, got `{text}`"))
+        };
+        match name.as_str() {
+            "-h" | "--help" => return Ok(Command::Help),
+            "--quick" => options.quick = true,
+            "--json" => options.json = true,
+            "--list" => options.list = true,
+            "--runs" => {
+                options.runs = number()?;
+                if options.runs == 0 {
+                    return Err("--runs must be at least 1".into());
+                }
+            }
+            "--workers" => {
+                let workers = number()?;
+                if workers == 0 {
+                    return Err("--workers must be at least 1".into());
+                }
+                options.workers = Some(workers);
+            }
+            "--system" => options.systems.push(value()?),
+            flag if flag.starts_with('-') => return Err(format!("unknown option `{flag}`")),
+            _ => options.filters.push(arg),
+        }
+    }
+    Ok(Command::Run(options))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_strs(args: &[&str]) -> Result<Command, String> {
+        parse(args.iter().map(|s| s.to_string()))
+    }
+
+    fn options(args: &[&str]) -> Options {
+        match parse_strs(args) {
+            Ok(Command::Run(o)) => o,
+            other => panic!("{args:?} parsed as {other:?}"),
+        }
+    }
+
+    #[test]
+    fn defaults() {
+        assert_eq!(options(&[]), Options::default());
+        assert_eq!(Options::default().runs, 5);
+    }
+
+    #[test]
+    fn flags_values_and_filters() {
+        let o = options(&[
+            "--quick",
+            "--runs",
+            "3",
+            "--json",
+            "--workers=2",
+            "spsc",
+            "general",
+        ]);
+        assert!(o.quick && o.json && !o.list);
+        assert_eq!(o.runs, 3);
+        assert_eq!(o.workers, Some(2));
+        assert_eq!(o.filters, ["spsc", "general"]);
+        assert_eq!(options(&["--runs=7"]).runs, 7);
+    }
+
+    #[test]
+    fn help_and_errors() {
+        assert_eq!(parse_strs(&["-h"]), Ok(Command::Help));
+        assert_eq!(parse_strs(&["x", "--help"]), Ok(Command::Help));
+        assert!(parse_strs(&["--runs"]).is_err());
+        assert!(parse_strs(&["--runs", "many"]).is_err());
+        assert!(parse_strs(&["--runs", "0"]).is_err());
+        assert!(parse_strs(&["--fast"]).is_err());
+        assert!(parse_strs(&["--quick=yes"]).is_err());
+    }
+
+    #[test]
+    fn filters_match_group_or_workload_substrings() {
+        let all = Options::default();
+        assert!(all.selects("general", "spsc-bounded", "go"));
+        let o = options(&["spsc-rend", "fibers"]);
+        assert!(o.selects("general", "spsc-rendezvous", "go"));
+        assert!(!o.selects("general", "spsc-bounded", "go"));
+        assert!(o.selects("fibers", "chain", "go"));
+        assert!(options(&["general/spsc-b"]).selects("general", "spsc-bounded", "go"));
+    }
+
+    #[test]
+    fn system_filters_match_substrings() {
+        let o = options(&["--system", "fibra", "--system=crossbeam", "spsc"]);
+        assert_eq!(o.systems, ["fibra", "crossbeam"]);
+        assert!(o.selects("general", "spsc-bounded", "fibra-tokio-ct"));
+        assert!(o.selects("general", "spsc-bounded", "crossbeam"));
+        assert!(!o.selects("general", "spsc-bounded", "tokio-ct"));
+        assert!(!o.selects("fibers", "chain", "crossbeam"));
+    }
+}

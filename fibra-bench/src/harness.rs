@@ -1,0 +1,336 @@
+//! Running rows: one warm-up run, then N timed runs, every result checked;
+//! statistics; progress on stderr.
+
+use std::any::Any;
+use std::fmt;
+use std::panic::{self, AssertUnwindSafe};
+use std::time::Instant;
+
+use crate::case::{Case, RunFn, Runner, Spec};
+use crate::peers::go::GoPeer;
+use crate::report::Row;
+
+/// Median, min and max of the timed runs, in seconds.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Stats {
+    /// Median (mean of the two middle runs for an even count).
+    pub median_s: f64,
+    /// Fastest run.
+    pub min_s: f64,
+    /// Slowest run.
+    pub max_s: f64,
+}
+
+impl Stats {
+    /// Statistics of `samples` (seconds). Panics if there are none.
+    pub fn from_samples(samples: &[f64]) -> Self {
+        assert!(!samples.is_empty(), "no samples");
+        let mut sorted = samples.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        let mid = sorted.len() / 2;
+        let median_s = if sorted.len() % 2 == 1 {
+            sorted[mid]
+        } else {
+            (sorted[mid - 1] + sorted[mid]) / 2.0
+        };
+        Self {
+            median_s,
+            min_s: sorted[0],
+            max_s: sorted[sorted.len() - 1],
+        }
+    }
+}
+
+/// A failure that aborts the whole suite: numbers from a broken run are
+/// not numbers.
+#[derive(Debug)]
+pub enum BenchError {
+    /// A run returned the wrong result.
+    WrongResult {
+        /// [`Case::label`] of the row.
+        case: String,
+        /// `warm-up` or `run 3`.
+        run: String,
+        /// What the run returned.
+        got: u64,
+        /// What it should have returned.
+        expected: u64,
+    },
+    /// A run panicked (e.g. a send failed, a task panicked).
+    Panicked {
+        /// [`Case::label`] of the row.
+        case: String,
+        /// The panic message.
+        message: String,
+    },
+    /// An external peer program crashed or printed something unexpected.
+    Peer {
+        /// [`Case::label`] of the row.
+        case: String,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+impl fmt::Display for BenchError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::WrongResult {
+                case,
+                run,
+                got,
+                expected,
+            } => write!(
+                f,
+                "WRONG RESULT in {case} ({run}): got {got}, expected {expected}"
+            ),
+            Self::Panicked { case, message } => write!(f, "{case} panicked: {message}"),
+            Self::Peer { case, message } => write!(f, "{case}: peer failed: {message}"),
+        }
+    }
+}
+
+impl std::error::Error for BenchError {}
+
+/// What running the selected rows produced.
+#[derive(Debug, Default)]
+pub struct Summary {
+    /// Measured rows, in run order.
+    pub rows: Vec<Row>,
+    /// One line per reason rows were skipped (a peer not installed, ...).
+    pub skipped: Vec<String>,
+}
+
+/// Runs rows and remembers per-run state such as the built Go programs.
+pub struct Harness {
+    runs: usize,
+    go: GoPeer,
+}
+
+impl Harness {
+    /// A harness doing `runs` timed runs per row; `go` builds the Go peers
+    /// on first use.
+    pub fn new(runs: usize, go: GoPeer) -> Self {
+        Self { runs, go }
+    }
+
+    /// Runs every case in order, printing one progress line per row on
+    /// stderr. Stops at the first [`BenchError`].
+    pub fn run_all(&mut self, cases: Vec<Case>) -> Result<Summary, BenchError> {
+        let mut summary = Summary::default();
+        let total = cases.len();
+        if cases.iter().any(|c| matches!(c.runner, Runner::Go { .. })) {
+            // Build before the first progress line, so the two don't mix.
+            let _ = self.go.binary();
+        }
+        for (i, case) in cases.into_iter().enumerate() {
+            eprint!("[{}/{total}] {} ... ", i + 1, case.label());
+            match self.run(case)? {
+                Ok(row) => {
+                    let s = row.stats;
+                    eprintln!(
+                        "{:.4} s (min {:.4}, max {:.4})",
+                        s.median_s, s.min_s, s.max_s
+                    );
+                    summary.rows.push(row);
+                }
+                Err(reason) => {
+                    eprintln!("skipped");
+                    if !summary.skipped.contains(&reason) {
+                        eprintln!("note: {reason}");
+                        summary.skipped.push(reason);
+                    }
+                }
+            }
+        }
+        Ok(summary)
+    }
+
+    /// Measures one row: `Ok(Err(reason))` if it must be skipped.
+    fn run(&mut self, case: Case) -> Result<Result<Row, String>, BenchError> {
+        let label = case.label();
+        let Case {
+            spec,
+            system,
+            runner,
+            note,
+            extra,
+        } = case;
+        let samples = match runner {
+            Runner::InProcess(setup) => measure_in_process(&label, &spec, setup, self.runs)?,
+            Runner::Go { program } => {
+                let binary = match self.go.binary() {
+                    Ok(path) => path.to_path_buf(),
+                    Err(reason) => return Ok(Err(format!("go rows skipped: {reason}"))),
+                };
+                let runs =
+                    GoPeer::run(&binary, program, &spec.params, self.runs).map_err(|message| {
+                        BenchError::Peer {
+                            case: label.clone(),
+                            message,
+                        }
+                    })?;
+                if runs.iter().filter(|r| !r.warmup).count() != self.runs {
+                    return Err(BenchError::Peer {
+                        case: label,
+                        message: format!("expected {} timed runs, got {runs:?}", self.runs),
+                    });
+                }
+                let mut samples = Vec::with_capacity(self.runs);
+                for (i, run) in runs.iter().enumerate() {
+                    verify(&label, &spec, i, run.result)?;
+                    if !run.warmup {
+                        samples.push(run.seconds);
+                    }
+                }
+                samples
+            }
+        };
+        Ok(Ok(Row {
+            spec,
+            system,
+            runs: samples.len(),
+            stats: Stats::from_samples(&samples),
+            note,
+            extra,
+        }))
+    }
+}
+
+/// Set up, warm up once, then time `runs` runs; every result is verified.
+fn measure_in_process(
+    label: &str,
+    spec: &Spec,
+    setup: Box<dyn FnOnce() -> RunFn>,
+    runs: usize,
+) -> Result<Vec<f64>, BenchError> {
+    let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
+        let mut run = setup();
+        let mut samples = Vec::with_capacity(runs);
+        for i in 0..=runs {
+            let start = Instant::now();
+            let result = run();
+            let seconds = start.elapsed().as_secs_f64();
+            verify(label, spec, i, result)?;
+            if i > 0 {
+                samples.push(seconds);
+            }
+        }
+        Ok(samples)
+    }));
+    outcome.unwrap_or_else(|payload| {
+        Err(BenchError::Panicked {
+            case: label.to_string(),
+            message: panic_message(payload.as_ref()),
+        })
+    })
+}
+
+/// Checks the result of run `index` (0 is the warm-up).
+fn verify(label: &str, spec: &Spec, index: usize, got: u64) -> Result<(), BenchError> {
+    if got == spec.expected {
+        return Ok(());
+    }
+    Err(BenchError::WrongResult {
+        case: label.to_string(),
+        run: if index == 0 {
+            "warm-up".into()
+        } else {
+            format!("run {index}")
+        },
+        got,
+        expected: spec.expected,
+    })
+}
+
+fn panic_message(payload: &(dyn Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "(non-string panic payload)".into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::case::Params;
+    use crate::exec::on_threads;
+    use crate::system::System;
+
+    fn spec(expected: u64) -> Spec {
+        Spec {
+            group: "general",
+            workload: "test",
+            params: Params::new().with("n", 3),
+            ops: 3,
+            expected,
+        }
+    }
+
+    fn harness(runs: usize) -> Harness {
+        Harness::new(runs, GoPeer::unavailable("not in tests"))
+    }
+
+    #[test]
+    fn stats_of_odd_and_even_counts() {
+        let s = Stats::from_samples(&[3.0, 1.0, 2.0]);
+        assert_eq!((s.median_s, s.min_s, s.max_s), (2.0, 1.0, 3.0));
+        let s = Stats::from_samples(&[4.0, 1.0, 2.0, 3.0]);
+        assert_eq!((s.median_s, s.min_s, s.max_s), (2.5, 1.0, 4.0));
+    }
+
+    #[test]
+    fn warm_up_plus_timed_runs_all_checked() {
+        let calls = std::rc::Rc::new(std::cell::Cell::new(0));
+        let seen = calls.clone();
+        let case = spec(7).on(
+            System::Crossbeam,
+            on_threads(move || {
+                seen.set(seen.get() + 1);
+                7
+            }),
+        );
+        let summary = harness(4).run_all(vec![case]).unwrap();
+        assert_eq!(calls.get(), 5);
+        assert_eq!(summary.rows[0].runs, 4);
+    }
+
+    #[test]
+    fn wrong_result_names_the_row() {
+        let mut n = 0;
+        let case = spec(7).on(
+            System::Crossbeam,
+            on_threads(move || {
+                n += 1;
+                if n == 3 { 8 } else { 7 }
+            }),
+        );
+        let err = harness(5).run_all(vec![case]).unwrap_err().to_string();
+        assert!(err.contains("WRONG RESULT"), "{err}");
+        assert!(
+            err.contains("general/test [n=3] crossbeam (run 2)"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn panic_becomes_an_error_naming_the_row() {
+        let case = spec(7).on(System::FibraThreads, on_threads(|| panic!("send failed")));
+        let err = harness(1).run_all(vec![case]).unwrap_err().to_string();
+        assert!(err.contains("fibra-threads panicked: send failed"), "{err}");
+    }
+
+    #[test]
+    fn unavailable_go_skips_with_one_note() {
+        let cases = vec![
+            spec(7).on(System::Go, Runner::Go { program: "x" }),
+            spec(7).on(System::Go, Runner::Go { program: "y" }),
+        ];
+        let summary = harness(1).run_all(cases).unwrap();
+        assert!(summary.rows.is_empty());
+        assert_eq!(summary.skipped, ["go rows skipped: not in tests"]);
+    }
+}

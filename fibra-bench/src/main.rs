@@ -1,0 +1,104 @@
+//! `cargo run --release -p fibra-bench`: fibra's benchmark suite.
+//!
+//! Runs every selected workload on fibra and on its peers in one run, prints
+//! a table with ratios on stdout (progress on stderr) and writes
+//! `target/fibra-bench/report.json`. See `--help` and BENCHMARKS.md.
+
+mod case;
+mod cli;
+mod exec;
+mod harness;
+mod paths;
+mod peers;
+mod report;
+mod system;
+mod workloads;
+
+use std::error::Error;
+use std::process::ExitCode;
+use std::time::SystemTime;
+
+use cli::{Command, Options};
+use harness::Harness;
+use peers::go::GoPeer;
+use report::Report;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match cli::parse(args.clone()) {
+        Ok(Command::Help) => {
+            print!("{}", cli::USAGE);
+            ExitCode::SUCCESS
+        }
+        Ok(Command::Run(options)) => match run(&options, &args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("fibra-bench: error: {e}");
+                ExitCode::FAILURE
+            }
+        },
+        Err(message) => {
+            eprintln!("fibra-bench: {message}\n\n{}", cli::USAGE);
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run(options: &Options, args: &[String]) -> Result<(), Box<dyn Error>> {
+    let started = SystemTime::now();
+    let config = workloads::Config {
+        quick: options.quick,
+    };
+    let all = workloads::all(&config);
+    let not_yet = workloads::not_yet(&all);
+    let selected: Vec<_> = all
+        .into_iter()
+        .filter(|case| options.selects(case.spec.group, case.spec.workload, case.system.name()))
+        .collect();
+    if selected.is_empty() {
+        return Err(format!(
+            "nothing matches workloads {:?} and systems {:?} (see --list)",
+            options.filters, options.systems
+        )
+        .into());
+    }
+    if options.list {
+        for case in &selected {
+            println!("{}", case.label());
+        }
+        return Ok(());
+    }
+
+    let output_dir = paths::output_dir();
+    let go = GoPeer::new(paths::go_source_dir(), output_dir.join("go-bin"));
+    let summary = Harness::new(options.runs, go).run_all(selected)?;
+
+    let mut report = Report::new(started, command_line(args));
+    report.quick = options.quick;
+    report.workers = options.workers;
+    report.rows = summary.rows;
+    report.skipped = summary.skipped;
+    report.not_yet = not_yet;
+    let path = output_dir.join("report.json");
+    report.write_json(&path)?;
+
+    if options.json {
+        println!("{}", serde_json::to_string_pretty(&report.to_json())?);
+        eprint!("{}", report::render_missing(&report));
+    } else {
+        println!();
+        print!("{}", report::render_table(&report));
+        println!();
+        print!("{}", report::render_missing(&report));
+    }
+    eprintln!("report: {}", path.display());
+    Ok(())
+}
+
+/// `fibra-bench --runs 5`: how this run was invoked, for the report.
+fn command_line(args: &[String]) -> String {
+    std::iter::once("fibra-bench")
+        .chain(args.iter().map(String::as_str))
+        .collect::<Vec<_>>()
+        .join(" ")
+}

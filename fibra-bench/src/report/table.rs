@@ -1,0 +1,172 @@
+//! The text table printed on stdout.
+
+use std::fmt::Write as _;
+
+use super::{Report, ratios};
+
+/// Column headers; numeric columns are right-aligned.
+const HEADERS: [&str; 10] = [
+    "group",
+    "workload",
+    "params",
+    "system",
+    "median s",
+    "min s",
+    "max s",
+    "ns/op",
+    "vs fibra",
+    "vs best fibra",
+];
+const FIRST_NUMERIC: usize = 4;
+
+/// What the ratio columns mean, printed under the table.
+const LEGEND: &str = "\
+ratios = peer median / fibra median for the same workload and params (> 1: fibra is faster)
+  vs fibra:      the fibra row of the same context: crossbeam, flume-threads, go vs fibra-threads;
+                 tokio-ct, flume-tokio-ct vs fibra-tokio-ct; tokio-mt, flume-tokio-mt vs fibra-tokio-mt
+  vs best fibra: go only, vs the fastest fibra row (named)";
+
+/// The table of measured rows, a legend, and the rows' footnotes.
+pub fn render_table(report: &Report) -> String {
+    let mut notes: Vec<&str> = Vec::new();
+    let mut lines: Vec<Option<[String; 10]>> = Vec::new(); // None: a gap between workloads
+    for (i, (row, ratios)) in report.rows.iter().zip(ratios(&report.rows)).enumerate() {
+        if i > 0 && !row.same_work(&report.rows[i - 1]) {
+            lines.push(None);
+        }
+        let mut system = row.system.to_string();
+        if let Some(note) = row.note {
+            let n = match notes.iter().position(|n| *n == note) {
+                Some(n) => n,
+                None => {
+                    notes.push(note);
+                    notes.len() - 1
+                }
+            };
+            write!(system, " [{}]", n + 1).unwrap();
+        }
+        lines.push(Some([
+            row.spec.group.to_string(),
+            row.spec.workload.to_string(),
+            row.spec.params.to_string(),
+            system,
+            secs(row.stats.median_s),
+            secs(row.stats.min_s),
+            secs(row.stats.max_s),
+            ns(row.ns_per_op()),
+            ratios
+                .vs_fibra
+                .map_or(String::new(), |r| format!("{:.2}", r.value)),
+            ratios
+                .vs_best_fibra
+                .map_or(String::new(), |r| format!("{:.2} ({})", r.value, r.fibra)),
+        ]));
+    }
+
+    let mut widths = HEADERS.map(str::len);
+    for cells in lines.iter().flatten() {
+        for (width, cell) in widths.iter_mut().zip(cells) {
+            *width = (*width).max(cell.len());
+        }
+    }
+    let mut out = String::new();
+    let headers = HEADERS.map(String::from);
+    for cells in std::iter::once(Some(&headers)).chain(lines.iter().map(Option::as_ref)) {
+        let Some(cells) = cells else {
+            out.push('\n');
+            continue;
+        };
+        let mut line = String::new();
+        for (i, (cell, width)) in cells.iter().zip(widths).enumerate() {
+            if i >= FIRST_NUMERIC {
+                write!(line, "{cell:>width$}  ").unwrap();
+            } else {
+                write!(line, "{cell:<width$}  ").unwrap();
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out.push('\n');
+    out.push_str(LEGEND);
+    out.push('\n');
+    for (i, note) in notes.iter().enumerate() {
+        writeln!(out, "[{}] {note}", i + 1).unwrap();
+    }
+    out
+}
+
+/// Rows that were skipped and workloads not written yet, one line each.
+pub fn render_missing(report: &Report) -> String {
+    let mut out = String::new();
+    for reason in &report.skipped {
+        writeln!(out, "skipped: {reason}").unwrap();
+    }
+    if !report.not_yet.is_empty() {
+        writeln!(
+            out,
+            "not yet (BENCHMARKS.md workloads without an implementation):"
+        )
+        .unwrap();
+        for (group, names) in &report.not_yet {
+            writeln!(out, "  {group}: {}", names.join(", ")).unwrap();
+        }
+    }
+    out
+}
+
+/// Seconds with 4 significant digits.
+fn secs(s: f64) -> String {
+    if s <= 0.0 || !s.is_finite() {
+        return format!("{s}");
+    }
+    let decimals = (3 - s.log10().floor() as i32).clamp(0, 9) as usize;
+    format!("{s:.decimals$}")
+}
+
+/// Nanoseconds: one decimal below 100 ns, whole numbers above.
+fn ns(v: f64) -> String {
+    if v < 100.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.0}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::tests::row;
+    use crate::system::System;
+    use std::time::SystemTime;
+
+    #[test]
+    fn number_formats() {
+        assert_eq!(secs(0.012345), "0.01235");
+        assert_eq!(secs(1.5), "1.500");
+        assert_eq!(secs(123.456), "123.5");
+        assert_eq!(ns(12.34), "12.3");
+        assert_eq!(ns(1234.5), "1234");
+    }
+
+    #[test]
+    fn table_has_rows_ratios_and_footnotes() {
+        let mut report = Report::new(SystemTime::UNIX_EPOCH, String::new());
+        report.rows.push(row("spsc", System::FibraTokioCt, 0.5));
+        let mut peer = row("spsc", System::TokioCt, 1.0);
+        peer.note = Some("tokio has no rendezvous");
+        report.rows.push(peer);
+        report.rows.push(row("other", System::Go, 1.0));
+        let text = render_table(&report);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[0].starts_with("group"), "{text}");
+        assert!(
+            lines[2].contains("tokio-ct [1]") && lines[2].ends_with("2.00"),
+            "{text}"
+        );
+        assert_eq!(lines[3], "", "a gap between workloads: {text}");
+        assert!(text.contains("[1] tokio has no rendezvous"), "{text}");
+        report.not_yet = vec![("fibers", vec!["chain", "sieve"])];
+        assert!(render_missing(&report).contains("  fibers: chain, sieve"));
+    }
+}

@@ -1,0 +1,292 @@
+//! The channel itself: one lock-protected meeting place shared by every
+//! flavour (rendezvous, bounded, unbounded), and the commit algorithms.
+//!
+//! # Invariants (all under `state`'s lock)
+//!
+//! * `sendq` holds blocked senders, `recvq` blocked receivers; each record
+//!   points at its perform's opstate and at the branch's value slot.
+//! * A live record in `recvq` implies `buf` is empty, and a live record in
+//!   `sendq` implies `buf.len() >= cap` (stale records may linger; they are
+//!   dropped by whoever meets them).
+//! * `buf.len() <= cap`, except after a rescue: a received value whose
+//!   perform was dropped after the commit goes back to the *front* of `buf`
+//!   (for a rendezvous channel, `buf` holds only such values).
+//! * `tx_gone` / `rx_gone` are set once, when the last sender / receiver
+//!   handle goes, and every record of the other side is then committed with
+//!   the "disconnected" outcome (its slot left as it was).
+//! * No waker is woken and no user value is dropped while the lock is held.
+//!
+//! # Payload slots
+//!
+//! A value slot (`Option<T>` in a cell) belongs to one leaf op in a pinned
+//! perform. A sender's slot holds the value to send; a receiver's slot
+//! receives one. A slot is touched only by its owner while the owner's opstate
+//! is unpublished or claimed (`C`), or by the remote party that moved the
+//! owner's opstate to `BUSY` — never by two at once.
+
+use crate::loom::{AtomicUsize, Mutex, MutexGuard, Ordering, UnsafeCell, lock};
+use crate::op::waiter::{Found, Seeker, WaitQueue};
+use std::collections::VecDeque;
+use std::task::Waker;
+
+/// A leaf's payload slot.
+pub(crate) type Slot<T> = UnsafeCell<Option<T>>;
+
+/// Takes the value out of a slot.
+///
+/// # Safety
+///
+/// The caller has the slot's access right (module docs).
+pub(crate) unsafe fn take<T>(slot: &Slot<T>) -> Option<T> {
+    // SAFETY: exclusive access is the caller's contract.
+    slot.with_mut(|p| unsafe { (*p).take() })
+}
+
+/// Puts a value into a slot.
+///
+/// # Safety
+///
+/// The caller has the slot's access right (module docs).
+pub(crate) unsafe fn put<T>(slot: &Slot<T>, value: T) {
+    // SAFETY: exclusive access is the caller's contract.
+    slot.with_mut(|p| unsafe { *p = Some(value) });
+}
+
+pub(crate) struct State<T> {
+    buf: VecDeque<T>,
+    pub(crate) sendq: WaitQueue<Slot<T>>,
+    pub(crate) recvq: WaitQueue<Slot<T>>,
+    tx_gone: bool,
+    rx_gone: bool,
+}
+
+/// Outcome of a send attempt under the lock.
+pub(crate) enum Sent {
+    /// The value went to a receiver (wake it) or into the buffer.
+    Done(Option<Waker>),
+    /// Every receiver is gone; the value is still in the sender's slot.
+    Disconnected,
+    /// Nobody to take it and no room: wait.
+    NotReady,
+    /// Another branch of the seeker's perform committed.
+    SelfSynced,
+}
+
+/// Outcome of a receive attempt under the lock.
+pub(crate) enum Received {
+    /// A value is in the receiver's slot; wake the sender it came from, if any.
+    Done(Option<Waker>),
+    /// Every sender is gone and nothing is buffered.
+    Disconnected,
+    NotReady,
+    SelfSynced,
+}
+
+pub(crate) struct Chan<T> {
+    state: Mutex<State<T>>,
+    /// 0: rendezvous; `usize::MAX`: unbounded.
+    cap: usize,
+    /// Live `Sender` handles. The last one to go closes the channel.
+    pub(crate) senders: AtomicUsize,
+    /// Live `Receiver` handles.
+    pub(crate) receivers: AtomicUsize,
+}
+
+impl<T> Chan<T> {
+    pub(crate) fn new(cap: usize) -> Self {
+        Self {
+            state: Mutex::new(State {
+                buf: VecDeque::new(),
+                sendq: WaitQueue::default(),
+                recvq: WaitQueue::default(),
+                tx_gone: false,
+                rx_gone: false,
+            }),
+            cap,
+            senders: AtomicUsize::new(1),
+            receivers: AtomicUsize::new(1),
+        }
+    }
+
+    pub(crate) fn lock(&self) -> MutexGuard<'_, State<T>> {
+        lock(&self.state)
+    }
+
+    pub(crate) fn capacity(&self) -> Option<usize> {
+        (self.cap != usize::MAX).then_some(self.cap)
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.lock().buf.len()
+    }
+
+    /// Tries to deliver the value in `mine` (the sender's slot).
+    ///
+    /// # Safety
+    ///
+    /// The caller owns `mine` and may touch it once `seeker` is claimed (or
+    /// it is unpublished).
+    pub(crate) unsafe fn send_locked(
+        &self,
+        st: &mut State<T>,
+        mine: &Slot<T>,
+        seeker: Seeker<'_>,
+    ) -> Sent {
+        if st.rx_gone {
+            return match seeker.claim() {
+                Ok(()) => Sent::Disconnected,
+                Err(_) => Sent::SelfSynced,
+            };
+        }
+        match st.recvq.find_partner(seeker) {
+            Found::Partner(w) => {
+                // SAFETY: we claimed (or are unpublished), so `mine` is ours;
+                // we won the receiver's opstate (`BUSY`), so its slot is ours.
+                unsafe { put(w.slot(), take(mine).expect("sender's value")) };
+                return Sent::Done(w.op().finish_remote(w.leaf()));
+            }
+            Found::SelfSynced => return Sent::SelfSynced,
+            Found::Nobody => {}
+        }
+        if st.buf.len() < self.cap {
+            if seeker.claim().is_err() {
+                return Sent::SelfSynced;
+            }
+            // SAFETY: claimed or unpublished.
+            st.buf.push_back(unsafe { take(mine) }.expect("sender's value"));
+            return Sent::Done(None);
+        }
+        Sent::NotReady
+    }
+
+    /// Tries to receive a value into `mine` (the receiver's slot).
+    ///
+    /// # Safety
+    ///
+    /// As for [`send_locked`](Self::send_locked).
+    pub(crate) unsafe fn recv_locked(
+        &self,
+        st: &mut State<T>,
+        mine: &Slot<T>,
+        seeker: Seeker<'_>,
+    ) -> Received {
+        if !st.buf.is_empty() {
+            if seeker.claim().is_err() {
+                return Received::SelfSynced;
+            }
+            let v = st.buf.pop_front().expect("non-empty");
+            // SAFETY: claimed or unpublished.
+            unsafe { put(mine, v) };
+            // Room freed: move the first blocked sender's value in. This is
+            // that sender's commit, made on its behalf; skip our own records.
+            let mut waker = None;
+            if st.buf.len() < self.cap {
+                if let Found::Partner(w) = st.sendq.find_partner(seeker.on_behalf()) {
+                    // SAFETY: we won the sender's opstate (`BUSY`).
+                    st.buf.push_back(unsafe { take(w.slot()) }.expect("sender's value"));
+                    waker = w.op().finish_remote(w.leaf());
+                }
+            }
+            return Received::Done(waker);
+        }
+        match st.sendq.find_partner(seeker) {
+            Found::Partner(w) => {
+                // SAFETY: claimed or unpublished (`mine`); won `BUSY` (theirs).
+                unsafe { put(mine, take(w.slot()).expect("sender's value")) };
+                return Received::Done(w.op().finish_remote(w.leaf()));
+            }
+            Found::SelfSynced => return Received::SelfSynced,
+            Found::Nobody => {}
+        }
+        if st.tx_gone {
+            return match seeker.claim() {
+                Ok(()) => Received::Disconnected,
+                Err(_) => Received::SelfSynced,
+            };
+        }
+        Received::NotReady
+    }
+
+    /// Gives back a value whose receiving perform was dropped after the
+    /// commit: to a blocked receiver if there is one, else to the front of
+    /// the buffer, so the next receiver gets it first.
+    pub(crate) fn rescue(&self, value: T) {
+        let slot = UnsafeCell::new(Some(value));
+        let waker = {
+            let mut st = self.lock();
+            if st.rx_gone {
+                None // undeliverable: dropped below, outside the lock
+            } else if let Found::Partner(w) = st.recvq.find_partner(Seeker::FREE) {
+                // SAFETY: `slot` is ours; we won the receiver's `BUSY`.
+                unsafe { put(w.slot(), take(&slot).expect("rescued value")) };
+                w.op().finish_remote(w.leaf())
+            } else {
+                // SAFETY: `slot` is a local nobody else sees.
+                st.buf.push_front(unsafe { take(&slot) }.expect("rescued value"));
+                None
+            }
+        };
+        if let Some(w) = waker {
+            w.wake();
+        }
+        drop(slot);
+    }
+
+    /// The last sender went: commit every blocked receiver as disconnected.
+    pub(crate) fn close_senders(&self) {
+        let mut wakers = Vec::new();
+        {
+            let mut st = self.lock();
+            st.tx_gone = true;
+            st.recvq.commit_all(&mut wakers);
+        }
+        wakers.into_iter().for_each(Waker::wake);
+    }
+
+    /// The last receiver went: commit every blocked sender as disconnected
+    /// (their values stay in their slots and go back to them) and drop what
+    /// is buffered, outside the lock.
+    pub(crate) fn close_receivers(&self) {
+        let mut wakers = Vec::new();
+        let buffered = {
+            let mut st = self.lock();
+            st.rx_gone = true;
+            st.sendq.commit_all(&mut wakers);
+            std::mem::take(&mut st.buf)
+        };
+        wakers.into_iter().for_each(Waker::wake);
+        drop(buffered);
+    }
+
+    pub(crate) fn is_disconnected_for_receivers(&self) -> bool {
+        let st = self.lock();
+        st.tx_gone && st.buf.is_empty()
+    }
+
+    pub(crate) fn is_disconnected_for_senders(&self) -> bool {
+        self.lock().rx_gone
+    }
+
+    /// Handle counting: Relaxed, like `Arc::clone`: a new handle is made from
+    /// an existing one, which keeps the count above zero meanwhile.
+    pub(crate) fn add_sender(&self) {
+        self.senders.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn add_receiver(&self) {
+        self.receivers.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// AcqRel: the last decrement must see every other handle's uses.
+    pub(crate) fn remove_sender(&self) {
+        if self.senders.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.close_senders();
+        }
+    }
+
+    pub(crate) fn remove_receiver(&self) {
+        if self.receivers.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.close_receivers();
+        }
+    }
+}

@@ -1,0 +1,148 @@
+//! Channel errors. Every error of a send carries the value back.
+
+use std::fmt;
+
+/// A send failed because every receiver is gone; the value is returned.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct SendError<T>(pub T);
+
+impl<T> SendError<T> {
+    /// The value that was not sent.
+    ///
+    /// ```
+    /// let (tx, rx) = fibra::channel();
+    /// drop(rx);
+    /// assert_eq!(tx.send_blocking(7).unwrap_err().into_inner(), 7);
+    /// ```
+    pub fn into_inner(self) -> T {
+        self.0
+    }
+}
+
+impl<T> fmt::Debug for SendError<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("SendError(..)")
+    }
+}
+
+impl<T> fmt::Display for SendError<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("sending on a channel whose receivers are all gone")
+    }
+}
+
+impl<T> std::error::Error for SendError<T> {}
+
+/// Why [`Sender::try_send`](crate::Sender::try_send) did not send; the value
+/// is returned either way.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum TrySendError<T> {
+    /// Nobody could take the value now: the buffer is full, or (rendezvous)
+    /// no receiver is waiting.
+    Full(T),
+    /// Every receiver is gone.
+    Disconnected(T),
+}
+
+impl<T> TrySendError<T> {
+    /// The value that was not sent.
+    ///
+    /// ```
+    /// let (tx, _rx) = fibra::channel();
+    /// assert_eq!(tx.try_send("x").unwrap_err().into_inner(), "x");
+    /// ```
+    pub fn into_inner(self) -> T {
+        match self {
+            TrySendError::Full(v) | TrySendError::Disconnected(v) => v,
+        }
+    }
+
+    /// Whether the send failed because nobody could take the value now.
+    ///
+    /// ```
+    /// let (tx, _rx) = fibra::channel();
+    /// assert!(tx.try_send(1).unwrap_err().is_full());
+    /// ```
+    pub fn is_full(&self) -> bool {
+        matches!(self, TrySendError::Full(_))
+    }
+
+    /// Whether the send failed because every receiver is gone.
+    ///
+    /// ```
+    /// let (tx, rx) = fibra::channel();
+    /// drop(rx);
+    /// assert!(tx.try_send(1).unwrap_err().is_disconnected());
+    /// ```
+    pub fn is_disconnected(&self) -> bool {
+        matches!(self, TrySendError::Disconnected(_))
+    }
+}
+
+impl<T> fmt::Debug for TrySendError<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TrySendError::Full(_) => f.write_str("Full(..)"),
+            TrySendError::Disconnected(_) => f.write_str("Disconnected(..)"),
+        }
+    }
+}
+
+impl<T> fmt::Display for TrySendError<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TrySendError::Full(_) => f.write_str("no receiver could take the value now"),
+            TrySendError::Disconnected(_) => {
+                f.write_str("sending on a channel whose receivers are all gone")
+            }
+        }
+    }
+}
+
+impl<T> std::error::Error for TrySendError<T> {}
+
+impl<T> From<SendError<T>> for TrySendError<T> {
+    fn from(e: SendError<T>) -> Self {
+        TrySendError::Disconnected(e.0)
+    }
+}
+
+/// A receive failed because every sender is gone and the channel is empty.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RecvError;
+
+impl fmt::Display for RecvError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("receiving on an empty channel whose senders are all gone")
+    }
+}
+
+impl std::error::Error for RecvError {}
+
+/// Why [`Receiver::try_recv`](crate::Receiver::try_recv) returned nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TryRecvError {
+    /// Nothing to receive now.
+    Empty,
+    /// Every sender is gone and the channel is empty.
+    Disconnected,
+}
+
+impl fmt::Display for TryRecvError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TryRecvError::Empty => f.write_str("nothing to receive now"),
+            TryRecvError::Disconnected => {
+                f.write_str("receiving on an empty channel whose senders are all gone")
+            }
+        }
+    }
+}
+
+impl std::error::Error for TryRecvError {}
+
+impl From<RecvError> for TryRecvError {
+    fn from(_: RecvError) -> Self {
+        TryRecvError::Disconnected
+    }
+}

@@ -1,0 +1,417 @@
+//! Channels: meeting places for tasks and threads.
+//!
+//! Three flavours share one implementation (`core.rs`): a **rendezvous**
+//! channel ([`channel`], capacity 0: the sender waits for a receiver and hands
+//! the value over directly), a **bounded** channel ([`bounded`]) and an
+//! **unbounded** one ([`unbounded`]). All are multi-producer multi-consumer
+//! with clonable [`Sender`] and [`Receiver`] handles.
+//!
+//! Every operation comes in four forms:
+//!
+//! | form | send | receive |
+//! |---|---|---|
+//! | async | [`Sender::send`]`(v).await` | [`Receiver::recv`]`().await` |
+//! | op (for choices) | [`Sender::send_op`] | [`Receiver::recv_op`] |
+//! | now or never | [`Sender::try_send`] | [`Receiver::try_recv`] |
+//! | OS thread (parks) | [`Sender::send_blocking`] | [`Receiver::recv_blocking`] |
+//!
+//! [`Receiver`] is a `futures_core::Stream` and [`Sender`] a
+//! `futures_sink::Sink`.
+//!
+//! # Closing and nothing lost
+//!
+//! Dropping every `Sender` closes the channel: receivers drain what is
+//! buffered, then get [`RecvError`]. Dropping every `Receiver` makes every
+//! send fail with the value handed back ([`SendError`]). A perform dropped
+//! before it commits withdraws cleanly; a receive dropped *after* a sender
+//! committed to it (possible when a foreign `select!` races it) gives the
+//! value back to the channel, ahead of everything else.
+
+mod core;
+mod errors;
+mod ops;
+mod stream;
+
+pub use errors::{RecvError, SendError, TryRecvError, TrySendError};
+pub use ops::{RecvOp, SendOp};
+
+use crate::loom::Arc;
+use crate::op::{Op, Perform};
+use core::Chan;
+use ops::ChanRef;
+use std::fmt;
+
+/// Creates a rendezvous channel: capacity zero, every send waits until a
+/// receiver takes the value (the meeting place of CSP, Go's unbuffered
+/// channel, CML's channel).
+///
+/// ```
+/// let (tx, rx) = fibra::channel::<u32>();
+/// let t = std::thread::spawn(move || tx.send_blocking(42));
+/// assert_eq!(rx.recv_blocking(), Ok(42));
+/// t.join().unwrap().unwrap();
+/// ```
+pub fn channel<T>() -> (Sender<T>, Receiver<T>) {
+    with_capacity(0)
+}
+
+/// Creates a channel that buffers up to `cap` values; sends wait while it is
+/// full. `bounded(0)` is a rendezvous channel, like [`channel`].
+///
+/// ```
+/// let (tx, rx) = fibra::bounded::<u32>(2);
+/// tx.try_send(1).unwrap();
+/// tx.try_send(2).unwrap();
+/// assert!(tx.try_send(3).is_err()); // full
+/// assert_eq!(rx.try_recv(), Ok(1));
+/// ```
+pub fn bounded<T>(cap: usize) -> (Sender<T>, Receiver<T>) {
+    with_capacity(cap.min(usize::MAX - 1))
+}
+
+/// Creates a channel with an unbounded buffer: sends never wait.
+///
+/// ```
+/// let (tx, rx) = fibra::unbounded::<u32>();
+/// for i in 0..1000 {
+///     tx.try_send(i).unwrap();
+/// }
+/// assert_eq!(rx.len(), 1000);
+/// ```
+pub fn unbounded<T>() -> (Sender<T>, Receiver<T>) {
+    with_capacity(usize::MAX)
+}
+
+fn with_capacity<T>(cap: usize) -> (Sender<T>, Receiver<T>) {
+    let chan = Arc::new(Chan::new(cap));
+    (
+        Sender {
+            chan: chan.clone(),
+            sink: None,
+        },
+        Receiver { chan, stream: None },
+    )
+}
+
+/// The sending side of a channel. Clone it to send from several places; the
+/// channel closes for receivers when the last clone is dropped.
+pub struct Sender<T> {
+    chan: Arc<Chan<T>>,
+    /// The send in flight for the `Sink` impl.
+    sink: Option<std::pin::Pin<Box<Perform<SendOp<'static, T>>>>>,
+}
+
+/// The receiving side of a channel. Clone it to receive from several places
+/// (each value goes to exactly one receiver); sends fail once the last clone
+/// is dropped.
+pub struct Receiver<T> {
+    chan: Arc<Chan<T>>,
+    /// The receive in flight for the `Stream` impl.
+    stream: Option<std::pin::Pin<Box<Perform<RecvOp<'static, T>>>>>,
+}
+
+impl<T> Sender<T> {
+    /// Sends `value`, waiting for a receiver (rendezvous) or for room
+    /// (bounded). Fails, handing the value back, if every receiver is gone.
+    ///
+    /// Cancel-safe: if the returned future is dropped before the send
+    /// commits, the value was not sent (it drops with the future).
+    ///
+    /// ```
+    /// # futures::executor::block_on(async {
+    /// let (tx, rx) = fibra::bounded(1);
+    /// tx.send("hi").await.unwrap();
+    /// assert_eq!(rx.recv().await, Ok("hi"));
+    /// drop(rx);
+    /// assert_eq!(tx.send("bye").await.unwrap_err().into_inner(), "bye");
+    /// # });
+    /// ```
+    pub fn send(&self, value: T) -> Perform<SendOp<'_, T>> {
+        Perform::new(self.send_op(value))
+    }
+
+    /// The op of sending `value`, for choices: see [`Sender::send`].
+    ///
+    /// ```
+    /// use fibra::{Op, always, choose_biased};
+    ///
+    /// let (tx, _rx) = fibra::channel::<u8>();
+    /// // Nobody receives, so the fallback wins.
+    /// let sent = choose_biased((tx.send_op(1).wrap(|_| true), always(false))).perform();
+    /// assert!(!sent);
+    /// ```
+    pub fn send_op(&self, value: T) -> SendOp<'_, T> {
+        SendOp::new(ChanRef::borrowed(&self.chan), value)
+    }
+
+    /// Sends `value` only if that can happen now: a receiver is waiting
+    /// (rendezvous) or the buffer has room.
+    ///
+    /// ```
+    /// use fibra::TrySendError;
+    ///
+    /// let (tx, rx) = fibra::bounded(1);
+    /// assert_eq!(tx.try_send(1), Ok(()));
+    /// assert_eq!(tx.try_send(2), Err(TrySendError::Full(2)));
+    /// drop(rx);
+    /// assert_eq!(tx.try_send(3), Err(TrySendError::Disconnected(3)));
+    /// ```
+    pub fn try_send(&self, value: T) -> Result<(), TrySendError<T>> {
+        match self.send_op(value).try_perform() {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(SendError(v))) => Err(TrySendError::Disconnected(v)),
+            Err(op) => Err(TrySendError::Full(op.into_value())),
+        }
+    }
+
+    /// Sends `value` from an OS thread, parking it until the send commits.
+    ///
+    /// # Panics
+    ///
+    /// On a fibra runtime worker thread; use [`Sender::send`] there.
+    ///
+    /// ```
+    /// let (tx, rx) = fibra::channel();
+    /// let t = std::thread::spawn(move || rx.recv_blocking());
+    /// tx.send_blocking(5).unwrap();
+    /// assert_eq!(t.join().unwrap(), Ok(5));
+    /// ```
+    pub fn send_blocking(&self, value: T) -> Result<(), SendError<T>> {
+        self.send_op(value).perform()
+    }
+
+    /// Whether every receiver is gone (sends will fail).
+    ///
+    /// ```
+    /// let (tx, rx) = fibra::channel::<()>();
+    /// assert!(!tx.is_disconnected());
+    /// drop(rx);
+    /// assert!(tx.is_disconnected());
+    /// ```
+    pub fn is_disconnected(&self) -> bool {
+        self.chan.is_disconnected_for_senders()
+    }
+
+    /// The buffer's capacity: `Some(0)` for rendezvous, `None` if unbounded.
+    ///
+    /// ```
+    /// assert_eq!(fibra::bounded::<u8>(3).0.capacity(), Some(3));
+    /// assert_eq!(fibra::unbounded::<u8>().0.capacity(), None);
+    /// ```
+    pub fn capacity(&self) -> Option<usize> {
+        self.chan.capacity()
+    }
+
+    /// Number of values buffered now.
+    ///
+    /// ```
+    /// let (tx, _rx) = fibra::unbounded();
+    /// tx.try_send(1).unwrap();
+    /// assert_eq!(tx.len(), 1);
+    /// ```
+    pub fn len(&self) -> usize {
+        self.chan.len()
+    }
+
+    /// Whether nothing is buffered now.
+    ///
+    /// ```
+    /// let (tx, _rx) = fibra::unbounded::<u8>();
+    /// assert!(tx.is_empty());
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Whether `self` and `other` send on the same channel.
+    ///
+    /// ```
+    /// let (tx, _rx) = fibra::channel::<u8>();
+    /// assert!(tx.same_channel(&tx.clone()));
+    /// ```
+    pub fn same_channel(&self, other: &Sender<T>) -> bool {
+        Arc::ptr_eq(&self.chan, &other.chan)
+    }
+}
+
+impl<T> Receiver<T> {
+    /// Receives a value, waiting until one is available. Fails once every
+    /// sender is gone and the buffer is empty.
+    ///
+    /// Cancel-safe: a value is taken only by the perform that returns it; if
+    /// the future is dropped right after a sender committed to it, the value
+    /// goes back to the front of the channel.
+    ///
+    /// ```
+    /// # futures::executor::block_on(async {
+    /// let (tx, rx) = fibra::unbounded();
+    /// tx.send(1).await.unwrap();
+    /// drop(tx);
+    /// assert_eq!(rx.recv().await, Ok(1));
+    /// assert_eq!(rx.recv().await, Err(fibra::RecvError));
+    /// # });
+    /// ```
+    pub fn recv(&self) -> Perform<RecvOp<'_, T>> {
+        Perform::new(self.recv_op())
+    }
+
+    /// The op of receiving a value, for choices: see [`Receiver::recv`].
+    ///
+    /// ```
+    /// use fibra::{Op, choose};
+    ///
+    /// let (tx, rx) = fibra::bounded(1);
+    /// tx.try_send('x').unwrap();
+    /// let (_tx2, rx2) = fibra::bounded::<char>(1);
+    /// assert_eq!(choose((rx.recv_op(), rx2.recv_op())).perform(), Ok('x'));
+    /// ```
+    pub fn recv_op(&self) -> RecvOp<'_, T> {
+        RecvOp::new(ChanRef::borrowed(&self.chan))
+    }
+
+    /// Receives a value only if one is available now.
+    ///
+    /// ```
+    /// use fibra::TryRecvError;
+    ///
+    /// let (tx, rx) = fibra::bounded(1);
+    /// assert_eq!(rx.try_recv(), Err(TryRecvError::Empty));
+    /// tx.try_send(1).unwrap();
+    /// drop(tx);
+    /// assert_eq!(rx.try_recv(), Ok(1));
+    /// assert_eq!(rx.try_recv(), Err(TryRecvError::Disconnected));
+    /// ```
+    pub fn try_recv(&self) -> Result<T, TryRecvError> {
+        match self.recv_op().try_perform() {
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(RecvError)) => Err(TryRecvError::Disconnected),
+            Err(_) => Err(TryRecvError::Empty),
+        }
+    }
+
+    /// Receives a value on an OS thread, parking it until one arrives.
+    ///
+    /// # Panics
+    ///
+    /// On a fibra runtime worker thread; use [`Receiver::recv`] there.
+    ///
+    /// ```
+    /// let (tx, rx) = fibra::channel();
+    /// std::thread::spawn(move || tx.send_blocking("hello"));
+    /// assert_eq!(rx.recv_blocking(), Ok("hello"));
+    /// ```
+    pub fn recv_blocking(&self) -> Result<T, RecvError> {
+        self.recv_op().perform()
+    }
+
+    /// Whether every sender is gone and nothing is left to receive.
+    ///
+    /// ```
+    /// let (tx, rx) = fibra::unbounded();
+    /// tx.try_send(1).unwrap();
+    /// drop(tx);
+    /// assert!(!rx.is_disconnected()); // one value left
+    /// rx.try_recv().unwrap();
+    /// assert!(rx.is_disconnected());
+    /// ```
+    pub fn is_disconnected(&self) -> bool {
+        self.chan.is_disconnected_for_receivers()
+    }
+
+    /// The buffer's capacity: `Some(0)` for rendezvous, `None` if unbounded.
+    ///
+    /// ```
+    /// assert_eq!(fibra::channel::<u8>().1.capacity(), Some(0));
+    /// ```
+    pub fn capacity(&self) -> Option<usize> {
+        self.chan.capacity()
+    }
+
+    /// Number of values buffered now.
+    ///
+    /// ```
+    /// let (tx, rx) = fibra::bounded(4);
+    /// tx.try_send(1).unwrap();
+    /// assert_eq!(rx.len(), 1);
+    /// ```
+    pub fn len(&self) -> usize {
+        self.chan.len()
+    }
+
+    /// Whether nothing is buffered now.
+    ///
+    /// ```
+    /// let (_tx, rx) = fibra::bounded::<u8>(4);
+    /// assert!(rx.is_empty());
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Whether `self` and `other` receive from the same channel.
+    ///
+    /// ```
+    /// let (_tx, rx) = fibra::channel::<u8>();
+    /// assert!(rx.same_channel(&rx.clone()));
+    /// ```
+    pub fn same_channel(&self, other: &Receiver<T>) -> bool {
+        Arc::ptr_eq(&self.chan, &other.chan)
+    }
+}
+
+impl<T> Clone for Sender<T> {
+    fn clone(&self) -> Self {
+        self.chan.add_sender();
+        Sender {
+            chan: self.chan.clone(),
+            sink: None,
+        }
+    }
+}
+
+impl<T> Clone for Receiver<T> {
+    fn clone(&self) -> Self {
+        self.chan.add_receiver();
+        Receiver {
+            chan: self.chan.clone(),
+            stream: None,
+        }
+    }
+}
+
+impl<T> Drop for Sender<T> {
+    fn drop(&mut self) {
+        // A send in flight belongs to this handle: settle it first.
+        self.sink = None;
+        self.chan.remove_sender();
+    }
+}
+
+impl<T> Drop for Receiver<T> {
+    fn drop(&mut self) {
+        // A receive in flight gives any value back before we leave.
+        self.stream = None;
+        self.chan.remove_receiver();
+    }
+}
+
+impl<T> fmt::Debug for Sender<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Sender")
+            .field("capacity", &self.capacity())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T> fmt::Debug for Receiver<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Receiver")
+            .field("capacity", &self.capacity())
+            .finish_non_exhaustive()
+    }
+}
+
+crate::op::op_into_future! {
+    impl['a, T] RecvOp<'a, T>;
+    impl['a, T] SendOp<'a, T>;
+}

@@ -1,0 +1,291 @@
+//! The channel ops: `RecvOp` and `SendOp`, the leaves every channel method is
+//! built from.
+//!
+//! Each op owns its payload slot and remembers the record it published (to
+//! withdraw it). Both are pinned inside the perform while published.
+
+use super::core::{Chan, Received, Sent, Slot, take};
+use super::{RecvError, SendError};
+use crate::loom::{Arc, UnsafeCell};
+use crate::op::waiter::{Registration, Seeker};
+use crate::op::{BlockCx, Op, sealed::Sealed};
+use std::marker::{PhantomData, PhantomPinned};
+use std::ptr::NonNull;
+use std::ops::Deref;
+use std::pin::Pin;
+use std::task::Waker;
+
+/// A channel reference: borrowed from a handle (the common case: no
+/// reference counting per op), or owned (for the `Stream`/`Sink` impls,
+/// which keep a pending perform inside the handle).
+///
+/// The borrowed form is a pointer with the borrow's lifetime rather than a
+/// `&'a Chan<T>`, so that `ChanRef<'static, T>` (the owned form) does not
+/// require `T: 'static`.
+pub(crate) enum ChanRef<'a, T> {
+    Borrowed(NonNull<Chan<T>>, PhantomData<&'a ()>),
+    Owned(Arc<Chan<T>>),
+}
+
+impl<'a, T> ChanRef<'a, T> {
+    pub(crate) fn borrowed(chan: &'a Chan<T>) -> Self {
+        ChanRef::Borrowed(NonNull::from(chan), PhantomData)
+    }
+}
+
+impl<T> Deref for ChanRef<'_, T> {
+    type Target = Chan<T>;
+
+    fn deref(&self) -> &Chan<T> {
+        match self {
+            // SAFETY: made by `borrowed` from a `&'a Chan<T>`, and `self`
+            // cannot outlive `'a`.
+            ChanRef::Borrowed(c, _) => unsafe { c.as_ref() },
+            ChanRef::Owned(c) => c,
+        }
+    }
+}
+
+fn wake(waker: Option<Waker>) {
+    if let Some(w) = waker {
+        w.wake();
+    }
+}
+
+/// The op of receiving one value from a channel: made by
+/// [`Receiver::recv_op`](crate::Receiver::recv_op).
+///
+/// Commits when a value is available; yields `Err(RecvError)` once every
+/// sender is gone and the channel is empty.
+#[must_use = "an op does nothing unless performed"]
+pub struct RecvOp<'a, T> {
+    chan: ChanRef<'a, T>,
+    slot: Slot<T>,
+    published: Option<Registration>,
+    _pinned: PhantomPinned,
+}
+
+// SAFETY: the slot is only accessed under the op protocol (the owner through
+// `Pin<&mut Self>`, or a remote that won the opstate), so sharing `&RecvOp`
+// exposes nothing; values of `T` cross threads, hence `T: Send`.
+unsafe impl<T: Send> Sync for RecvOp<'_, T> {}
+// SAFETY: as above; the op carries no thread affinity.
+unsafe impl<T: Send> Send for RecvOp<'_, T> {}
+
+impl<'a, T> RecvOp<'a, T> {
+    pub(crate) fn new(chan: ChanRef<'a, T>) -> Self {
+        Self {
+            chan,
+            slot: UnsafeCell::new(None),
+            published: None,
+            _pinned: PhantomPinned,
+        }
+    }
+
+    fn parts(self: Pin<&mut Self>) -> (&ChanRef<'a, T>, &Slot<T>, &mut Option<Registration>) {
+        // SAFETY: we hand out shared references to the pinned slot and the
+        // channel, and a mutable one to `published`, which is not pinned.
+        let this = unsafe { self.get_unchecked_mut() };
+        (&this.chan, &this.slot, &mut this.published)
+    }
+
+    fn take_result(self: Pin<&mut Self>) -> Result<T, RecvError> {
+        let (_, slot, published) = self.parts();
+        *published = None;
+        // SAFETY: the opstate is `SYNCED` (or we committed in the try
+        // phase): the remote finished with the slot, it is ours again.
+        unsafe { take(slot) }.ok_or(RecvError)
+    }
+}
+
+impl<T> Sealed for RecvOp<'_, T> {}
+
+impl<T> Op for RecvOp<'_, T> {
+    type Output = Result<T, RecvError>;
+
+    fn try_now(mut self: Pin<&mut Self>) -> Option<Self::Output> {
+        let (chan, slot, _) = self.as_mut().parts();
+        let mut st = chan.lock();
+        // SAFETY: unpublished: the slot is ours.
+        match unsafe { chan.recv_locked(&mut st, slot, Seeker::FREE) } {
+            Received::Done(waker) => {
+                drop(st);
+                wake(waker);
+                Some(self.take_result())
+            }
+            Received::Disconnected => Some(Err(RecvError)),
+            Received::NotReady => None,
+            Received::SelfSynced => unreachable!("unpublished op saw itself synced"),
+        }
+    }
+
+    fn block(self: Pin<&mut Self>, cx: BlockCx<'_>) {
+        let (chan, slot, published) = self.parts();
+        let mut st = chan.lock();
+        // Publish, then retry under the same lock: a sender that arrived
+        // since our try is found now, and any later one finds our record.
+        let reg = st.recvq.publish(cx, slot);
+        // SAFETY: `retrying` claims our opstate before touching our slot.
+        match unsafe { chan.recv_locked(&mut st, slot, Seeker::retrying(cx.state)) } {
+            Received::Done(waker) => {
+                st.recvq.remove(reg);
+                cx.state.commit_own(cx.leaf);
+                drop(st);
+                wake(waker);
+            }
+            Received::Disconnected => {
+                st.recvq.remove(reg);
+                cx.state.commit_own(cx.leaf);
+            }
+            Received::NotReady | Received::SelfSynced => *published = Some(reg),
+        }
+    }
+
+    fn finish(self: Pin<&mut Self>, _leaf: usize) -> Self::Output {
+        // Whoever committed us removed our record.
+        self.take_result()
+    }
+
+    fn abandon(self: Pin<&mut Self>, _leaf: usize) {
+        let (chan, slot, published) = self.parts();
+        *published = None;
+        // SAFETY: `SYNCED`: the slot is ours again.
+        if let Some(value) = unsafe { take(slot) } {
+            chan.rescue(value);
+        }
+    }
+
+    fn withdraw(self: Pin<&mut Self>) {
+        let (chan, _, published) = self.parts();
+        if let Some(reg) = published.take() {
+            chan.lock().recvq.remove(reg);
+        }
+    }
+}
+
+/// The op of sending one value on a channel: made by
+/// [`Sender::send_op`](crate::Sender::send_op).
+///
+/// Commits when a receiver takes the value (rendezvous) or the buffer has
+/// room; yields `Err(SendError(value))`, handing the value back, once every
+/// receiver is gone. If the op is never performed or loses a choice, the
+/// value stays in it: get it back with [`SendOp::into_value`].
+#[must_use = "an op does nothing unless performed"]
+pub struct SendOp<'a, T> {
+    chan: ChanRef<'a, T>,
+    slot: Slot<T>,
+    published: Option<Registration>,
+    _pinned: PhantomPinned,
+}
+
+// SAFETY: as for `RecvOp`.
+unsafe impl<T: Send> Sync for SendOp<'_, T> {}
+// SAFETY: as for `RecvOp`.
+unsafe impl<T: Send> Send for SendOp<'_, T> {}
+
+impl<'a, T> SendOp<'a, T> {
+    pub(crate) fn new(chan: ChanRef<'a, T>, value: T) -> Self {
+        Self {
+            chan,
+            slot: UnsafeCell::new(Some(value)),
+            published: None,
+            _pinned: PhantomPinned,
+        }
+    }
+
+    /// Takes back the value of an op that was not performed (or whose
+    /// `try_perform` failed).
+    ///
+    /// ```
+    /// use fibra::Op;
+    ///
+    /// let (tx, _rx) = fibra::channel::<String>();
+    /// // Nobody is receiving: the attempt fails and the value comes back.
+    /// let op = tx.send_op("hi".to_string()).try_perform().unwrap_err();
+    /// assert_eq!(op.into_value(), "hi");
+    /// ```
+    pub fn into_value(self) -> T {
+        debug_assert!(self.published.is_none());
+        // SAFETY: by value, so not pinned and not published: the slot is ours.
+        unsafe { take(&self.slot) }.expect("a send op holds its value until it commits")
+    }
+
+    fn parts(self: Pin<&mut Self>) -> (&ChanRef<'a, T>, &Slot<T>, &mut Option<Registration>) {
+        // SAFETY: as for `RecvOp::parts`.
+        let this = unsafe { self.get_unchecked_mut() };
+        (&this.chan, &this.slot, &mut this.published)
+    }
+
+    fn take_result(self: Pin<&mut Self>) -> Result<(), SendError<T>> {
+        let (_, slot, published) = self.parts();
+        *published = None;
+        // SAFETY: committed: the slot is ours again. A value still there
+        // means the commit was "disconnected".
+        match unsafe { take(slot) } {
+            None => Ok(()),
+            Some(v) => Err(SendError(v)),
+        }
+    }
+}
+
+impl<T> Sealed for SendOp<'_, T> {}
+
+impl<T> Op for SendOp<'_, T> {
+    type Output = Result<(), SendError<T>>;
+
+    fn try_now(mut self: Pin<&mut Self>) -> Option<Self::Output> {
+        let (chan, slot, _) = self.as_mut().parts();
+        let mut st = chan.lock();
+        // SAFETY: unpublished: the slot is ours.
+        match unsafe { chan.send_locked(&mut st, slot, Seeker::FREE) } {
+            Sent::Done(waker) => {
+                drop(st);
+                wake(waker);
+                Some(Ok(()))
+            }
+            Sent::Disconnected => {
+                drop(st);
+                Some(self.take_result())
+            }
+            Sent::NotReady => None,
+            Sent::SelfSynced => unreachable!("unpublished op saw itself synced"),
+        }
+    }
+
+    fn block(self: Pin<&mut Self>, cx: BlockCx<'_>) {
+        let (chan, slot, published) = self.parts();
+        let mut st = chan.lock();
+        let reg = st.sendq.publish(cx, slot);
+        // SAFETY: `retrying` claims our opstate before touching our slot.
+        match unsafe { chan.send_locked(&mut st, slot, Seeker::retrying(cx.state)) } {
+            Sent::Done(waker) => {
+                st.sendq.remove(reg);
+                cx.state.commit_own(cx.leaf);
+                drop(st);
+                wake(waker);
+            }
+            Sent::Disconnected => {
+                st.sendq.remove(reg);
+                cx.state.commit_own(cx.leaf);
+            }
+            Sent::NotReady | Sent::SelfSynced => *published = Some(reg),
+        }
+    }
+
+    fn finish(self: Pin<&mut Self>, _leaf: usize) -> Self::Output {
+        self.take_result()
+    }
+
+    fn abandon(self: Pin<&mut Self>, _leaf: usize) {
+        // The value was delivered (the send happened), or every receiver is
+        // gone and it drops with the op: nothing to give back.
+        *self.parts().2 = None;
+    }
+
+    fn withdraw(self: Pin<&mut Self>) {
+        let (chan, _, published) = self.parts();
+        if let Some(reg) = published.take() {
+            chan.lock().sendq.remove(reg);
+        }
+    }
+}

@@ -1,0 +1,94 @@
+//! Running a future to completion on the current OS thread, by parking it.
+//!
+//! Invariants: `notified` is set (Release) by `wake` before `unpark`, and
+//! cleared (Acquire swap) by the parked thread before each poll, so a wake
+//! between a poll returning `Pending` and the thread parking is never lost:
+//! the thread sees the flag and polls again instead of parking.
+
+use crate::loom::{AtomicBool, Ordering, thread};
+use std::future::Future;
+use std::pin::pin;
+use std::sync::Arc as StdArc;
+use std::task::{Context, Poll, Wake, Waker};
+
+struct ThreadWaker {
+    thread: thread::Thread,
+    notified: AtomicBool,
+}
+
+impl Wake for ThreadWaker {
+    fn wake(self: StdArc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &StdArc<Self>) {
+        // Release pairs with the Acquire swap in `block_on`.
+        if !self.notified.swap(true, Ordering::Release) {
+            self.thread.unpark();
+        }
+    }
+}
+
+#[cfg(not(loom))]
+thread_local! {
+    /// One waker per thread, reused by every blocking perform on it.
+    static PARKER: StdArc<ThreadWaker> = StdArc::new(ThreadWaker {
+        thread: thread::current(),
+        notified: AtomicBool::new(false),
+    });
+}
+
+thread_local! {
+    /// Set on threads that run fibra's async tasks, where parking would
+    /// stall every task of the worker.
+    static FORBIDDEN: std::cell::Cell<Option<&'static str>> = const { std::cell::Cell::new(None) };
+}
+
+/// Marks the current thread as one that must never block in
+/// [`block_on`]/[`Op::perform`](crate::Op::perform); `why` is the message.
+#[allow(dead_code)]
+pub(crate) fn forbid_blocking(why: Option<&'static str>) {
+    FORBIDDEN.with(|f| f.set(why));
+}
+
+/// Runs `future` to completion on the current thread, parking it while the
+/// future waits. This is how [`Op::perform`](crate::Op::perform) works; use
+/// it to run any future from synchronous code.
+///
+/// # Panics
+///
+/// Panics if called on a thread that runs fibra's async tasks (a runtime
+/// worker): use `.await` there.
+///
+/// # Examples
+///
+/// ```
+/// let (tx, rx) = fibra::channel::<i32>();
+/// let t = std::thread::spawn(move || fibra::block_on(tx.send(7)));
+/// assert_eq!(fibra::block_on(rx.recv()), Ok(7));
+/// t.join().unwrap().unwrap();
+/// ```
+pub fn block_on<F: Future>(future: F) -> F::Output {
+    if let Some(why) = FORBIDDEN.with(std::cell::Cell::get) {
+        panic!("{why}");
+    }
+    #[cfg(not(loom))]
+    let parker = PARKER.with(StdArc::clone);
+    #[cfg(loom)]
+    let parker = StdArc::new(ThreadWaker {
+        thread: thread::current(),
+        notified: AtomicBool::new(false),
+    });
+    let waker = Waker::from(parker.clone());
+    let mut cx = Context::from_waker(&waker);
+    let mut future = pin!(future);
+    loop {
+        if let Poll::Ready(out) = future.as_mut().poll(&mut cx) {
+            return out;
+        }
+        // Acquire pairs with the Release swap in `wake_by_ref`.
+        while !parker.notified.swap(false, Ordering::Acquire) {
+            thread::park();
+        }
+    }
+}

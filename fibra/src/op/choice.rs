@@ -1,0 +1,347 @@
+//! Choice: commit exactly one of several ops.
+//!
+//! Invariants: all branches share the perform's single opstate, so at most
+//! one leaf commits; leaves are numbered consecutively across branches in
+//! index order (branch `i` owns `offset(i)..offset(i) + leaves(i)`), and the
+//! numbering is stable from the end of the try phase (every guard and
+//! `with_nack` built) until the perform ends.
+//!
+//! Fair choice (`choose`) starts the try scan and the block-phase publication
+//! at a random branch; biased choice (`choose_biased`) always starts at the
+//! first. Either way the try phase commits the first ready branch it meets.
+
+use super::rng;
+use super::{BlockCx, Op, sealed::Sealed};
+use std::marker::PhantomPinned;
+use std::pin::Pin;
+
+/// A set of branches for [`choose`]: a tuple of ops with the same output
+/// (up to 12), an array or a `Vec` of ops of one type, or a `Vec` of
+/// [`BoxOp`]s for ops of different types.
+pub trait Branches: Sealed {
+    /// What every branch yields.
+    type Output;
+
+    /// Number of branches.
+    fn count(&self) -> usize;
+
+    /// Branch `i`.
+    #[doc(hidden)]
+    fn branch(&self, i: usize) -> &dyn Op<Output = Self::Output>;
+
+    /// Branch `i`, pinned.
+    #[doc(hidden)]
+    fn branch_mut(self: Pin<&mut Self>, i: usize) -> Pin<&mut dyn Op<Output = Self::Output>>;
+}
+
+/// Commits exactly one of `branches`, chosen fairly among those ready: the
+/// scan starts at a random branch (per-thread generator, see
+/// [`seed_choice_rng`](crate::seed_choice_rng)). CML's `choose`, Go's and
+/// Racket's `select`/`sync` semantics.
+///
+/// `branches` is a tuple of ops with one output type (use [`Op::wrap`] to
+/// unify them), an array or `Vec` of one op type, or a `Vec<BoxOp<T>>`.
+/// A choice with no branch never commits.
+///
+/// ```
+/// use fibra::{Op, bounded, choose};
+///
+/// let (tx1, rx1) = bounded::<u32>(1);
+/// let (tx2, rx2) = bounded::<u32>(1);
+/// tx1.try_send(1).unwrap();
+/// tx2.try_send(2).unwrap();
+/// let a = choose((rx1.recv_op(), rx2.recv_op())).perform().unwrap();
+/// let b = choose((rx1.recv_op(), rx2.recv_op())).perform().unwrap();
+/// assert_eq!(a + b, 3); // one from each, in either order
+///
+/// // A dynamic set: a Vec of ops of one type, no boxing needed.
+/// let rxs = vec![rx1, rx2];
+/// tx2.try_send(9).unwrap();
+/// let ops: Vec<_> = rxs.iter().map(|rx| rx.recv_op()).collect();
+/// assert_eq!(choose(ops).perform(), Ok(9));
+/// ```
+pub fn choose<B: Branches>(branches: B) -> Choose<B> {
+    Choose::new(branches, false)
+}
+
+/// Commits exactly one of `branches`, preferring earlier ones: the first
+/// branch in order that is ready wins (Cforall's and Kotlin's priority
+/// select). Use it to give a control channel priority over data.
+///
+/// ```
+/// use fibra::{Op, bounded, choose_biased};
+///
+/// let (ctl_tx, ctl) = bounded::<&str>(1);
+/// let (data_tx, data) = bounded::<&str>(1);
+/// data_tx.try_send("data").unwrap();
+/// ctl_tx.try_send("stop").unwrap();
+/// let first = choose_biased((ctl.recv_op(), data.recv_op())).perform();
+/// assert_eq!(first, Ok("stop"));
+/// ```
+pub fn choose_biased<B: Branches>(branches: B) -> Choose<B> {
+    Choose::new(branches, true)
+}
+
+/// The op returned by [`choose`] and [`choose_biased`].
+pub struct Choose<B> {
+    branches: B,
+    biased: bool,
+    start: usize,
+    _pinned: PhantomPinned,
+}
+
+impl<B> Sealed for Choose<B> {}
+
+impl<B: Branches> Choose<B> {
+    fn new(branches: B, biased: bool) -> Self {
+        Self {
+            branches,
+            biased,
+            start: 0,
+            _pinned: PhantomPinned,
+        }
+    }
+
+    fn parts(self: Pin<&mut Self>) -> (Pin<&mut B>, &mut usize, bool) {
+        // SAFETY: `branches` is structurally pinned and never moved; `start`
+        // and `biased` are plain data.
+        unsafe {
+            let this = self.get_unchecked_mut();
+            (Pin::new_unchecked(&mut this.branches), &mut this.start, this.biased)
+        }
+    }
+
+    /// The branch owning `leaf`, and that branch's first leaf.
+    fn owner_of(&self, leaf: usize) -> (usize, usize) {
+        let mut offset = 0;
+        for i in 0..self.branches.count() {
+            let n = self.branches.branch(i).leaves();
+            if leaf < offset + n {
+                return (i, offset);
+            }
+            offset += n;
+        }
+        unreachable!("leaf {leaf} outside the choice")
+    }
+
+    fn withdraw_all_but(self: Pin<&mut Self>, keep: Option<usize>) {
+        let (mut branches, _, _) = self.parts();
+        for i in 0..branches.count() {
+            if Some(i) != keep {
+                branches.as_mut().branch_mut(i).withdraw();
+            }
+        }
+    }
+}
+
+impl<B: Branches> Op for Choose<B> {
+    type Output = B::Output;
+
+    fn leaves(&self) -> usize {
+        (0..self.branches.count())
+            .map(|i| self.branches.branch(i).leaves())
+            .sum()
+    }
+
+    fn prepare(self: Pin<&mut Self>) {
+        let (mut branches, _, _) = self.parts();
+        for i in 0..branches.count() {
+            branches.as_mut().branch_mut(i).prepare();
+        }
+    }
+
+    fn try_now(mut self: Pin<&mut Self>) -> Option<B::Output> {
+        let (mut branches, start, biased) = self.as_mut().parts();
+        let n = branches.count();
+        if n == 0 {
+            return None;
+        }
+        *start = if biased { 0 } else { rng::below(n) };
+        let start = *start;
+        for k in 0..n {
+            let i = (start + k) % n;
+            if let Some(out) = branches.as_mut().branch_mut(i).try_now() {
+                // Branches tried before this one may have built guards or
+                // nacks: they lost.
+                self.withdraw_all_but(Some(i));
+                return Some(out);
+            }
+        }
+        None
+    }
+
+    fn block(self: Pin<&mut Self>, cx: BlockCx<'_>) {
+        let (mut branches, start, _) = self.parts();
+        let n = branches.count();
+        let start = *start;
+        // Leaf offset of branch `start`, then walk start..n, 0..start.
+        let mut offset: usize = (0..start).map(|i| branches.as_ref().get_ref().branch(i).leaves()).sum();
+        for k in 0..n {
+            let i = (start + k) % n;
+            if i == 0 {
+                offset = 0;
+            }
+            if cx.state.load() != super::state::Seen::Waiting {
+                return; // some branch committed: publish no more
+            }
+            let leaves = branches.as_ref().get_ref().branch(i).leaves();
+            branches.as_mut().branch_mut(i).block(cx.offset(offset));
+            offset += leaves;
+        }
+    }
+
+    fn finish(mut self: Pin<&mut Self>, leaf: usize) -> B::Output {
+        let (winner, offset) = self.owner_of(leaf);
+        self.as_mut().withdraw_all_but(Some(winner));
+        let (branches, _, _) = self.parts();
+        branches.branch_mut(winner).finish(leaf - offset)
+    }
+
+    fn abandon(mut self: Pin<&mut Self>, leaf: usize) {
+        let (winner, offset) = self.owner_of(leaf);
+        self.as_mut().withdraw_all_but(Some(winner));
+        let (branches, _, _) = self.parts();
+        branches.branch_mut(winner).abandon(leaf - offset);
+    }
+
+    fn withdraw(self: Pin<&mut Self>) {
+        self.withdraw_all_but(None);
+    }
+}
+
+/// A boxed op of any type with output `T`, for dynamic choices over ops of
+/// different types. Make one with [`Op::boxed`].
+///
+/// ```
+/// use fibra::{Op, BoxOp, always, choose, never};
+///
+/// let mut ops: Vec<BoxOp<'_, &str>> = Vec::new();
+/// ops.push(never().boxed());
+/// ops.push(always("ready").boxed());
+/// assert_eq!(choose(ops).perform(), "ready");
+/// ```
+pub struct BoxOp<'a, T>(Pin<Box<dyn Op<Output = T> + Send + 'a>>);
+
+impl<'a, T> BoxOp<'a, T> {
+    pub(crate) fn new<O: Op<Output = T> + Send + 'a>(op: O) -> Self {
+        Self(Box::pin(op))
+    }
+}
+
+impl<T> Sealed for BoxOp<'_, T> {}
+
+impl<T> Op for BoxOp<'_, T> {
+    type Output = T;
+
+    fn leaves(&self) -> usize {
+        self.0.leaves()
+    }
+
+    fn prepare(self: Pin<&mut Self>) {
+        self.get_mut().0.as_mut().prepare();
+    }
+
+    fn try_now(self: Pin<&mut Self>) -> Option<T> {
+        self.get_mut().0.as_mut().try_now()
+    }
+
+    fn block(self: Pin<&mut Self>, cx: BlockCx<'_>) {
+        self.get_mut().0.as_mut().block(cx);
+    }
+
+    fn finish(self: Pin<&mut Self>, leaf: usize) -> T {
+        self.get_mut().0.as_mut().finish(leaf)
+    }
+
+    fn abandon(self: Pin<&mut Self>, leaf: usize) {
+        self.get_mut().0.as_mut().abandon(leaf);
+    }
+
+    fn withdraw(self: Pin<&mut Self>) {
+        self.get_mut().0.as_mut().withdraw();
+    }
+}
+
+impl<O: Op> Sealed for Vec<O> {}
+
+impl<O: Op> Branches for Vec<O> {
+    type Output = O::Output;
+
+    fn count(&self) -> usize {
+        self.len()
+    }
+
+    fn branch(&self, i: usize) -> &dyn Op<Output = O::Output> {
+        &self[i]
+    }
+
+    fn branch_mut(self: Pin<&mut Self>, i: usize) -> Pin<&mut dyn Op<Output = O::Output>> {
+        // SAFETY: the elements are structurally pinned: the `Choose` that owns
+        // this Vec is !Unpin and never pushes, pops or reallocates it, so
+        // elements stay in place until dropped with the Vec.
+        unsafe { self.map_unchecked_mut(|v| &mut v[i] as &mut dyn Op<Output = O::Output>) }
+    }
+}
+
+impl<O: Op, const N: usize> Sealed for [O; N] {}
+
+impl<O: Op, const N: usize> Branches for [O; N] {
+    type Output = O::Output;
+
+    fn count(&self) -> usize {
+        N
+    }
+
+    fn branch(&self, i: usize) -> &dyn Op<Output = O::Output> {
+        &self[i]
+    }
+
+    fn branch_mut(self: Pin<&mut Self>, i: usize) -> Pin<&mut dyn Op<Output = O::Output>> {
+        // SAFETY: array elements are structurally pinned; none is moved.
+        unsafe { self.map_unchecked_mut(|v| &mut v[i] as &mut dyn Op<Output = O::Output>) }
+    }
+}
+
+macro_rules! tuple_branches {
+    ($n:literal; $($idx:tt $t:ident),+) => {
+        impl<$($t),+> Sealed for ($($t,)+) {}
+
+        impl<T, $($t: Op<Output = T>),+> Branches for ($($t,)+) {
+            type Output = T;
+
+            fn count(&self) -> usize {
+                $n
+            }
+
+            fn branch(&self, i: usize) -> &dyn Op<Output = T> {
+                match i {
+                    $($idx => &self.$idx,)+
+                    _ => unreachable!("branch {i} of {}", $n),
+                }
+            }
+
+            fn branch_mut(self: Pin<&mut Self>, i: usize) -> Pin<&mut dyn Op<Output = T>> {
+                // SAFETY: tuple fields are structurally pinned; none is moved.
+                unsafe {
+                    self.map_unchecked_mut(|t| match i {
+                        $($idx => &mut t.$idx as &mut dyn Op<Output = T>,)+
+                        _ => unreachable!("branch {i} of {}", $n),
+                    })
+                }
+            }
+        }
+    };
+}
+
+tuple_branches!(1; 0 A);
+tuple_branches!(2; 0 A, 1 B);
+tuple_branches!(3; 0 A, 1 B, 2 C);
+tuple_branches!(4; 0 A, 1 B, 2 C, 3 D);
+tuple_branches!(5; 0 A, 1 B, 2 C, 3 D, 4 E);
+tuple_branches!(6; 0 A, 1 B, 2 C, 3 D, 4 E, 5 F);
+tuple_branches!(7; 0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G);
+tuple_branches!(8; 0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H);
+tuple_branches!(9; 0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H, 8 I);
+tuple_branches!(10; 0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H, 8 I, 9 J);
+tuple_branches!(11; 0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H, 8 I, 9 J, 10 K);
+tuple_branches!(12; 0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H, 8 I, 9 J, 10 K, 11 L);

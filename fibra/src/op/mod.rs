@@ -1,0 +1,261 @@
+//! First-class synchronous operations ("ops", Concurrent ML's events).
+//!
+//! An op describes something that may happen in the future: a value arriving
+//! on a channel, a send being accepted, a timeout. Building an op does
+//! nothing; **performing** it waits until it *commits* and yields its result.
+//! Ops compose before they are performed: [`choose`] commits exactly one of
+//! several ops, [`Op::wrap`] maps the result, [`guard`] builds the op at
+//! perform time and [`with_nack`] tells a branch that it lost.
+//!
+//! Perform an op with `.await` in any async context (fibra's runtime, tokio,
+//! smol, `futures::executor::block_on`), with [`Op::perform`] on a plain OS
+//! thread, or attempt it without waiting with [`Op::try_perform`].
+//!
+//! ```
+//! use fibra::{Op, choose, bounded};
+//!
+//! let (tx_a, rx_a) = bounded::<i32>(1);
+//! let (_tx_b, rx_b) = bounded::<&str>(1);
+//! tx_a.try_send(7).unwrap();
+//!
+//! // Whichever channel has a value first; both branches yield a String.
+//! let got = choose((
+//!     rx_a.recv_op().wrap(|r| format!("a: {}", r.unwrap())),
+//!     rx_b.recv_op().wrap(|r| format!("b: {}", r.unwrap())),
+//! ))
+//! .perform();
+//! assert_eq!(got, "a: 7");
+//! ```
+//!
+//! # The protocol
+//!
+//! Every perform runs the Concurrent ML protocol of Guile Fibers (see
+//! `docs/op-protocol.md`): an optimistic **try** of every branch, then a
+//! **block** phase that publishes a waiter record for each branch and retries,
+//! all sharing one fresh opstate so that at most one branch commits. Races are
+//! settled on opstates; no perform ever holds two resources' locks at once.
+
+mod block_on;
+mod choice;
+mod combinators;
+mod nack;
+mod perform;
+pub(crate) mod rng;
+pub(crate) mod state;
+pub(crate) mod waiter;
+
+pub use block_on::block_on;
+pub use choice::{BoxOp, Branches, Choose, choose, choose_biased};
+pub use combinators::{Always, Guard, Never, Wrap, always, guard, never};
+pub use nack::{Nack, WithNack, with_nack};
+pub use perform::Perform;
+pub use rng::seed_choice_rng;
+
+use state::OpState;
+use std::pin::Pin;
+
+/// Where a branch publishes itself during the block phase: the perform's
+/// opstate and the branch's index among the perform's leaves.
+///
+/// This is part of fibra's internal op protocol; it cannot be built outside
+/// fibra.
+#[derive(Clone, Copy)]
+pub struct BlockCx<'a> {
+    pub(crate) state: &'a OpState,
+    pub(crate) leaf: usize,
+}
+
+impl<'a> BlockCx<'a> {
+    fn offset(self, by: usize) -> Self {
+        Self {
+            state: self.state,
+            leaf: self.leaf + by,
+        }
+    }
+}
+
+/// Implements `IntoFuture` (performing the op) for op types, so any op can
+/// be `.await`ed directly.
+macro_rules! op_into_future {
+    ($(impl[$($g:tt)*] $t:ty;)*) => {$(
+        impl<$($g)*> std::future::IntoFuture for $t
+        where
+            $t: $crate::op::Op,
+        {
+            type Output = <$t as $crate::op::Op>::Output;
+            type IntoFuture = $crate::op::Perform<$t>;
+
+            fn into_future(self) -> Self::IntoFuture {
+                $crate::op::Perform::new(self)
+            }
+        }
+    )*};
+}
+pub(crate) use op_into_future;
+
+op_into_future! {
+    impl[T] Always<T>;
+    impl[T] Never<T>;
+    impl[O, F] Wrap<O, F>;
+    impl[F, O] Guard<F, O>;
+    impl[B] Choose<B>;
+    impl['a, T] BoxOp<'a, T>;
+    impl[] Nack;
+    impl[F, O] WithNack<F, O>;
+}
+
+pub(crate) mod sealed {
+    /// Ops are built from fibra's primitives and combinators; the protocol
+    /// methods are not a stable interface for other crates to implement.
+    pub trait Sealed {}
+}
+
+/// A first-class synchronous operation yielding `Output` when it commits.
+///
+/// Create ops from fibra's resources ([`Receiver::recv_op`],
+/// [`Sender::send_op`], …) and combinators ([`choose`], [`Op::wrap`],
+/// [`guard`], [`with_nack`], [`always`], [`never`]); perform them with
+/// `.await`, [`Op::perform`] or [`Op::try_perform`]. An op is consumed by
+/// performing it; build a new one (cheap: no allocation) for the next time.
+///
+/// The methods without documentation are fibra's internal protocol, hidden
+/// from the docs; the trait is sealed.
+///
+/// [`Receiver::recv_op`]: crate::Receiver::recv_op
+/// [`Sender::send_op`]: crate::Sender::send_op
+///
+/// # Examples
+///
+/// ```
+/// use fibra::{Op, always};
+///
+/// let op = always(20).wrap(|x| x + 1).wrap(|x| x * 2);
+/// assert_eq!(op.perform(), 42);
+/// ```
+pub trait Op: sealed::Sealed {
+    /// What performing the op yields.
+    type Output;
+
+    /// Number of leaf branches (base ops) in this op.
+    #[doc(hidden)]
+    fn leaves(&self) -> usize {
+        1
+    }
+
+    /// Start of a perform: run guard and `with_nack` builders, in every
+    /// branch, before anything is tried (CML evaluates all guards first).
+    #[doc(hidden)]
+    fn prepare(self: Pin<&mut Self>) {}
+
+    /// Optimistic phase: commit now if a partner is ready. Publishes nothing.
+    #[doc(hidden)]
+    fn try_now(self: Pin<&mut Self>) -> Option<Self::Output>;
+
+    /// Block phase: publish a waiter for each leaf (numbered from `cx.leaf`)
+    /// and retry; stop publishing once the opstate left `W`.
+    #[doc(hidden)]
+    fn block(self: Pin<&mut Self>, cx: BlockCx<'_>);
+
+    /// The opstate is `SYNCED(leaf)` with `leaf` in this op: withdraw every
+    /// other published leaf and produce the result.
+    #[doc(hidden)]
+    fn finish(self: Pin<&mut Self>, leaf: usize) -> Self::Output;
+
+    /// Like `finish`, but the perform was dropped: nobody will take the
+    /// result, so give any received value back to its resource.
+    #[doc(hidden)]
+    fn abandon(self: Pin<&mut Self>, leaf: usize);
+
+    /// This op lost (another branch committed, or the perform was cancelled
+    /// before any commit): remove every published record and fire nacks.
+    #[doc(hidden)]
+    fn withdraw(self: Pin<&mut Self>);
+
+    /// Maps the result of this op with `f` when it commits (CML's `wrap`).
+    ///
+    /// `f` runs in the performing task after the commit, never under a lock.
+    ///
+    /// ```
+    /// use fibra::{Op, always};
+    /// assert_eq!(always(2).wrap(|x| x * 10).perform(), 20);
+    /// ```
+    fn wrap<F, U>(self, f: F) -> Wrap<Self, F>
+    where
+        Self: Sized,
+        F: FnOnce(Self::Output) -> U,
+    {
+        Wrap::new(self, f)
+    }
+
+    /// Performs the op on the current OS thread, parking it until the op
+    /// commits.
+    ///
+    /// # Panics
+    ///
+    /// Panics when called on a thread that runs async tasks for fibra's
+    /// runtime: blocking there would stall every task on that worker; use
+    /// `.await` instead.
+    ///
+    /// ```
+    /// use fibra::{Op, always};
+    /// assert_eq!(always("done").perform(), "done");
+    /// ```
+    fn perform(self) -> Self::Output
+    where
+        Self: Sized,
+    {
+        block_on(Perform::new(self))
+    }
+
+    /// Commits the op now if it can, without waiting (Go's `default`,
+    /// Cforall's `else`); otherwise gives the op back, unchanged, so nothing
+    /// it carries (a value to send) is lost.
+    ///
+    /// ```
+    /// use fibra::{Op, bounded};
+    ///
+    /// let (tx, rx) = bounded::<u8>(1);
+    /// assert!(rx.recv_op().try_perform().is_err()); // empty: nothing now
+    /// tx.send_op(5).try_perform().ok().unwrap().unwrap();
+    /// // full: the op, with its value, comes back
+    /// let op = tx.send_op(6).try_perform().unwrap_err();
+    /// drop(op);
+    /// assert_eq!(rx.try_recv(), Ok(5));
+    /// ```
+    fn try_perform(mut self) -> Result<Self::Output, Self>
+    where
+        Self: Sized,
+    {
+        // SAFETY: `try_now` publishes nothing and keeps no pointer into
+        // `self` after it returns (true of every op: the trait is sealed), so
+        // moving `self` afterwards cannot invalidate anything. The pin only
+        // lives for the call.
+        let mut pinned = unsafe { Pin::new_unchecked(&mut self) };
+        pinned.as_mut().prepare();
+        match pinned.try_now() {
+            Some(out) => Ok(out),
+            None => {
+                // SAFETY: as above; `withdraw` after a failed try only resets
+                // per-perform state (built guards, nacks) and publishes
+                // nothing.
+                unsafe { Pin::new_unchecked(&mut self) }.withdraw();
+                Err(self)
+            }
+        }
+    }
+
+    /// Boxes the op for a dynamic choice over ops of different types.
+    ///
+    /// ```
+    /// use fibra::{Op, BoxOp, always, choose, never};
+    ///
+    /// let ops: Vec<BoxOp<'_, i32>> = vec![never().boxed(), always(3).boxed()];
+    /// assert_eq!(choose(ops).perform(), 3);
+    /// ```
+    fn boxed<'a>(self) -> BoxOp<'a, Self::Output>
+    where
+        Self: Sized + Send + 'a,
+    {
+        BoxOp::new(self)
+    }
+}

@@ -1,0 +1,271 @@
+//! `with_nack`: tell a branch that it lost (CML's `withNack`).
+//!
+//! Invariants: a `Signal` goes from unfired to fired once, under its lock;
+//! waiter records are published under the same lock after checking `fired`,
+//! so a nack op either sees the signal fired or is committed by `fire`.
+//! The `with_nack` op fires its signal exactly when the perform it belongs to
+//! ends without this branch committing: another branch won, or the perform
+//! was dropped (cancelled) before any commit.
+
+use super::waiter::{Registration, WaitQueue};
+use super::{BlockCx, Op, sealed::Sealed};
+use crate::loom::{Arc, AtomicBool, Mutex, Ordering, lock};
+use std::marker::PhantomPinned;
+use std::pin::Pin;
+
+/// A one-shot broadcast flag with waiters.
+pub(crate) struct Signal {
+    /// Set once, under `waiters`' lock; read lock-free by the fast path.
+    fired: AtomicBool,
+    waiters: Mutex<WaitQueue<()>>,
+}
+
+impl Signal {
+    pub(crate) fn new() -> Self {
+        Self {
+            fired: AtomicBool::new(false),
+            waiters: Mutex::new(WaitQueue::default()),
+        }
+    }
+
+    /// Fires the signal and commits every waiter; wakes them after unlock.
+    pub(crate) fn fire(&self) {
+        let mut wakers = Vec::new();
+        {
+            let mut q = lock(&self.waiters);
+            // Release pairs with the Acquire fast-path load in `is_fired`.
+            self.fired.store(true, Ordering::Release);
+            q.commit_all(&mut wakers);
+        }
+        wakers.into_iter().for_each(std::task::Waker::wake);
+    }
+}
+
+/// The op a [`with_nack`] builder receives: it becomes ready when the branch
+/// the builder made is **not** the one chosen (or its perform is dropped
+/// before anything commits).
+///
+/// Clone it freely; every clone sees the same signal.
+///
+/// ```
+/// use fibra::{Op, always, choose_biased, never, with_nack};
+/// use std::sync::Mutex;
+///
+/// let nack = Mutex::new(None);
+/// let got = choose_biased((
+///     always("first"),
+///     with_nack(|n| {
+///         *nack.lock().unwrap() = Some(n);
+///         never()
+///     }),
+/// ))
+/// .perform();
+/// assert_eq!(got, "first");
+/// let n = nack.lock().unwrap().take();
+/// // The builder ran (every builder runs when the perform starts) and its
+/// // branch lost:
+/// assert!(n.unwrap().is_fired());
+/// ```
+pub struct Nack {
+    signal: Arc<Signal>,
+    published: Option<Registration>,
+    _pinned: PhantomPinned,
+}
+
+impl Clone for Nack {
+    fn clone(&self) -> Self {
+        Self::new(self.signal.clone())
+    }
+}
+
+impl Nack {
+    fn new(signal: Arc<Signal>) -> Self {
+        Self {
+            signal,
+            published: None,
+            _pinned: PhantomPinned,
+        }
+    }
+
+    /// Whether the branch already lost.
+    pub fn is_fired(&self) -> bool {
+        self.signal.fired.load(Ordering::Acquire)
+    }
+
+    fn published(self: Pin<&mut Self>) -> &mut Option<Registration> {
+        // SAFETY: `published` is not structurally pinned; nothing moves.
+        unsafe { &mut self.get_unchecked_mut().published }
+    }
+}
+
+impl std::fmt::Debug for Nack {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Nack")
+            .field("fired", &self.is_fired())
+            .finish()
+    }
+}
+
+impl Sealed for Nack {}
+
+impl Op for Nack {
+    type Output = ();
+
+    fn try_now(self: Pin<&mut Self>) -> Option<()> {
+        self.is_fired().then_some(())
+    }
+
+    fn block(mut self: Pin<&mut Self>, cx: BlockCx<'_>) {
+        let signal = self.signal.clone();
+        let mut q = lock(&signal.waiters);
+        // Relaxed: `fired` only changes under the lock we hold.
+        if signal.fired.load(Ordering::Relaxed) {
+            if cx.state.claim().is_ok() {
+                cx.state.commit_own(cx.leaf);
+            }
+            return;
+        }
+        // The only partner is `fire`, which takes this lock: no retry needed.
+        *self.as_mut().published() = Some(q.publish(cx, &()));
+    }
+
+    fn finish(self: Pin<&mut Self>, _leaf: usize) {
+        // `fire` removed our record when it committed it.
+        *self.published() = None;
+    }
+
+    fn abandon(self: Pin<&mut Self>, leaf: usize) {
+        self.finish(leaf);
+    }
+
+    fn withdraw(mut self: Pin<&mut Self>) {
+        if let Some(reg) = self.as_mut().published().take() {
+            lock(&self.signal.waiters).remove(reg);
+        }
+    }
+}
+
+/// Builds a branch that learns whether it lost (CML's `withNack`).
+///
+/// At perform time, `build` receives a [`Nack`] op and returns the branch's
+/// op. If the perform commits some *other* branch, or is dropped before
+/// anything commits, the nack becomes ready: a server that started work for
+/// this branch can perform the nack (in a choice with its reply) to learn that
+/// nobody will take the answer.
+///
+/// `build` runs once per perform (after a failed `try_perform`, the next
+/// perform builds again); the nack of a build fires at most once.
+///
+/// ```
+/// use fibra::{Op, always, choose_biased, never, with_nack};
+///
+/// let (tx, rx) = std::sync::mpsc::channel();
+/// choose_biased((
+///     always(()),
+///     with_nack(move |nack| {
+///         tx.send(nack).unwrap();
+///         never()
+///     }),
+/// ))
+/// .perform();
+/// // The branch lost, so its nack is ready:
+/// rx.recv().unwrap().perform();
+/// ```
+pub fn with_nack<F, O>(build: F) -> WithNack<F, O>
+where
+    F: FnMut(Nack) -> O,
+    O: Op,
+{
+    WithNack {
+        build,
+        built: None,
+        _pinned: PhantomPinned,
+    }
+}
+
+/// The op returned by [`with_nack`].
+pub struct WithNack<F, O> {
+    build: F,
+    built: Option<(O, Arc<Signal>)>,
+    _pinned: PhantomPinned,
+}
+
+impl<F, O> Sealed for WithNack<F, O> {}
+
+impl<F, O> WithNack<F, O> {
+    fn op(self: Pin<&mut Self>) -> Option<Pin<&mut O>> {
+        // SAFETY: the built op is structurally pinned: never moved out of
+        // the `Option`, only dropped in place by `lose`/`won`.
+        unsafe {
+            self.get_unchecked_mut()
+                .built
+                .as_mut()
+                .map(|(o, _)| Pin::new_unchecked(o))
+        }
+    }
+
+    /// Drops the built op in place; fires the nack if the branch lost.
+    fn reset(self: Pin<&mut Self>, lost: bool) {
+        // SAFETY: dropping the pinned op in place is allowed.
+        let built = unsafe { &mut self.get_unchecked_mut().built };
+        if let Some((_, signal)) = built.as_ref() {
+            let signal = signal.clone();
+            *built = None;
+            if lost {
+                signal.fire();
+            }
+        }
+    }
+}
+
+impl<F: FnMut(Nack) -> O, O: Op> Op for WithNack<F, O> {
+    type Output = O::Output;
+
+    fn leaves(&self) -> usize {
+        self.built.as_ref().map_or(1, |(o, _)| o.leaves())
+    }
+
+    fn prepare(mut self: Pin<&mut Self>) {
+        // SAFETY: `build` is not structurally pinned, and storing into an
+        // empty `Option` moves nothing pinned.
+        let this = unsafe { self.as_mut().get_unchecked_mut() };
+        if this.built.is_none() {
+            let signal = Arc::new(Signal::new());
+            let op = (this.build)(Nack::new(signal.clone()));
+            this.built = Some((op, signal));
+        }
+        if let Some(op) = self.op() {
+            op.prepare();
+        }
+    }
+
+    fn try_now(self: Pin<&mut Self>) -> Option<O::Output> {
+        self.op()?.try_now()
+    }
+
+    fn block(self: Pin<&mut Self>, cx: BlockCx<'_>) {
+        if let Some(op) = self.op() {
+            op.block(cx);
+        }
+    }
+
+    fn finish(mut self: Pin<&mut Self>, leaf: usize) -> O::Output {
+        let out = self.as_mut().op().expect("with_nack built").finish(leaf);
+        self.reset(false);
+        out
+    }
+
+    fn abandon(mut self: Pin<&mut Self>, leaf: usize) {
+        if let Some(op) = self.as_mut().op() {
+            op.abandon(leaf);
+        }
+        self.reset(false);
+    }
+
+    fn withdraw(mut self: Pin<&mut Self>) {
+        if let Some(op) = self.as_mut().op() {
+            op.withdraw();
+        }
+        self.reset(true);
+    }
+}

@@ -1,0 +1,128 @@
+//! `Perform`: the future that runs the op protocol for one op.
+//!
+//! Invariants:
+//! * `state` (the opstate) and `op` (which holds the leaves' payload slots)
+//!   are pinned: waiter records point into them from the moment the block
+//!   phase publishes the first record.
+//! * In `Phase::Blocked`, some records may be published. Leaving that phase
+//!   always goes through `finish`/`abandon`/`withdraw`, which remove every
+//!   record before the memory can go away.
+//! * Dropping while `Blocked` cancels (`W -> X`) so nothing can commit any
+//!   more, then withdraws; if a commit already happened (`SYNCED`, possible
+//!   when a foreign `select!` drops us after a partner committed), the op
+//!   abandons the result, handing any received value back to its channel.
+
+use super::state::{OpState, Seen};
+use super::{BlockCx, Op};
+use pin_project_lite::pin_project;
+use std::future::Future;
+use std::marker::PhantomPinned;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    Fresh,
+    Blocked,
+    Done,
+}
+
+pin_project! {
+    /// The future of performing an op: `.await` it, or get it from
+    /// `IntoFuture` by awaiting the op itself.
+    ///
+    /// Cancel-safe: dropping it before the op commits withdraws the op; if a
+    /// partner already committed (only possible when something else, such as
+    /// tokio's `select!`, drops it between the commit and the next poll), a
+    /// received value goes back to its channel for the next receiver.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fibra::{Op, Perform, always};
+    ///
+    /// let fut: Perform<_> = Perform::new(always(1));
+    /// assert_eq!(futures::executor::block_on(fut), 1);
+    /// // Ops implement `IntoFuture`, so this is the same:
+    /// assert_eq!(futures::executor::block_on(async { always(1).await }), 1);
+    /// ```
+    #[must_use = "an op does nothing unless performed: .await it"]
+    pub struct Perform<O: Op> {
+        #[pin]
+        op: O,
+        state: OpState,
+        phase: Phase,
+        #[pin]
+        _pinned: PhantomPinned,
+    }
+
+    impl<O: Op> PinnedDrop for Perform<O> {
+        fn drop(this: Pin<&mut Self>) {
+            let this = this.project();
+            if *this.phase != Phase::Blocked {
+                return;
+            }
+            *this.phase = Phase::Done;
+            match this.state.cancel() {
+                Ok(()) => this.op.withdraw(),
+                Err(leaf) => this.op.abandon(leaf),
+            }
+        }
+    }
+}
+
+impl<O: Op> Perform<O> {
+    /// Wraps `op` in a future that performs it.
+    pub fn new(op: O) -> Self {
+        Self {
+            op,
+            state: OpState::new(),
+            phase: Phase::Fresh,
+            _pinned: PhantomPinned,
+        }
+    }
+}
+
+impl<O: Op> Future for Perform<O> {
+    type Output = O::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<O::Output> {
+        let mut this = self.project();
+        let mut waker_fresh = false;
+        match *this.phase {
+            Phase::Fresh => {
+                this.op.as_mut().prepare();
+                if let Some(out) = this.op.as_mut().try_now() {
+                    *this.phase = Phase::Done;
+                    return Poll::Ready(out);
+                }
+                this.state.set_waker_unpublished(cx.waker().clone());
+                *this.phase = Phase::Blocked;
+                let state: &OpState = this.state;
+                this.op.as_mut().block(BlockCx { state, leaf: 0 });
+                waker_fresh = true;
+            }
+            Phase::Blocked => {}
+            Phase::Done => panic!("`Perform` polled after it completed"),
+        }
+        loop {
+            match this.state.load() {
+                Seen::Synced(leaf) => {
+                    *this.phase = Phase::Done;
+                    return Poll::Ready(this.op.as_mut().finish(leaf));
+                }
+                // A remote commit is in flight; it wakes us when done.
+                Seen::Busy(_) => return Poll::Pending,
+                Seen::Waiting => {
+                    if waker_fresh || this.state.update_waker(cx.waker()) {
+                        return Poll::Pending;
+                    }
+                    // The state moved while we looked: look again.
+                }
+                seen @ (Seen::Claimed | Seen::Cancelled) => {
+                    unreachable!("perform saw its own opstate {seen:?} between polls")
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,239 @@
+//! The opstate: one atomic word per perform, shared by every branch of it.
+//!
+//! # Protocol (Fibers / Parallel CML, with two additions)
+//!
+//! ```text
+//!            owner retry            owner retry
+//!      W ────────────────▶ C ───────────────────▶ SYNCED(leaf)
+//!      ▲ ◀──────────────── │                          ▲
+//!      │   owner un-claim                             │ remote, after the payload
+//!      │                                              │ is written (Release)
+//!      ├──── remote commit (the only remote move) ─▶ BUSY(leaf)
+//!      │
+//!      └──── owner cancels (perform dropped) ──────▶ X
+//! ```
+//!
+//! * `W` (waiting): published, nobody has committed. Anyone may try to commit.
+//! * `C` (claimed): the owner, during the retry of its block phase, is about to
+//!   commit one of its own branches with a partner. Transient: the owner holds
+//!   it for one compare-and-swap on the partner and never waits while holding
+//!   it, so a remote party that meets `C` spins briefly and looks again.
+//! * `BUSY(leaf)`: a remote party won the commit of branch `leaf` and is
+//!   writing the payload (the value received, or taking the value sent). Added
+//!   to the paper so the owner never reads a half-written slot: it reads slots
+//!   only after `SYNCED`, and a dropped perform waits for `SYNCED` before it
+//!   frees its slots.
+//! * `SYNCED(leaf)`: final; branch `leaf` committed and its payload is in
+//!   place. The owner is resumed by whoever stored it.
+//! * `X` (cancelled): final; the perform was dropped before any commit. Added
+//!   to the paper so a dropped waiter can never be committed to.
+//!
+//! A remote party only ever moves `W -> BUSY -> SYNCED`. Every other move is
+//! the owner's. Whoever commits resumes every other party: the remote stores
+//! `SYNCED` and then wakes the owner with the waker it took out while `BUSY`.
+//!
+//! # Where the memory lives
+//!
+//! The opstate lives inside the pinned `Perform` future, and waiter records in
+//! channel queues point at it. Every dereference of such a pointer by a remote
+//! party happens while holding the lock of the queue that holds the record,
+//! and the owner removes each of its records (taking that same lock) before
+//! the opstate is freed; a remote that moved it to `BUSY` finishes with
+//! `SYNCED` before the owner may free it (the owner waits for `SYNCED`).
+//!
+//! # The waker
+//!
+//! `waker` is written by the owner before its first record is published, and
+//! afterwards only while the owner holds `C`; it is taken by a remote only
+//! while it holds `BUSY`. `C` and `BUSY` exclude each other, so access is
+//! exclusive. The owner never touches it again once it sees `SYNCED`.
+
+use crate::loom::{AtomicUsize, Ordering, UnsafeCell, spin_wait};
+use std::task::Waker;
+
+const TAG_BITS: u32 = 3;
+const TAG_MASK: usize = (1 << TAG_BITS) - 1;
+const W: usize = 0;
+const C: usize = 1;
+const X: usize = 2;
+const TAG_BUSY: usize = 3;
+const TAG_SYNCED: usize = 4;
+
+/// What a load of the opstate saw.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Seen {
+    Waiting,
+    Claimed,
+    Cancelled,
+    Busy(usize),
+    Synced(usize),
+}
+
+fn decode(v: usize) -> Seen {
+    match v & TAG_MASK {
+        W => Seen::Waiting,
+        C => Seen::Claimed,
+        X => Seen::Cancelled,
+        TAG_BUSY => Seen::Busy(v >> TAG_BITS),
+        _ => Seen::Synced(v >> TAG_BITS),
+    }
+}
+
+fn busy(leaf: usize) -> usize {
+    (leaf << TAG_BITS) | TAG_BUSY
+}
+
+fn synced(leaf: usize) -> usize {
+    (leaf << TAG_BITS) | TAG_SYNCED
+}
+
+/// The result of a remote party's attempt to commit someone else's opstate.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Commit {
+    /// Won: the opstate is now `BUSY(leaf)`; write the payload, then call
+    /// [`OpState::finish_remote`].
+    Won,
+    /// The owner holds `C`; look again in a moment.
+    Claimed,
+    /// Already committed or cancelled: the record is stale.
+    Stale,
+}
+
+/// One perform's shared state. See the module docs.
+#[derive(Debug)]
+pub(crate) struct OpState {
+    state: AtomicUsize,
+    waker: UnsafeCell<Option<Waker>>,
+}
+
+impl OpState {
+    pub(crate) fn new() -> Self {
+        Self {
+            state: AtomicUsize::new(W),
+            waker: UnsafeCell::new(None),
+        }
+    }
+
+    /// Acquire: after `SYNCED`, the payload written before the remote's
+    /// Release store is visible.
+    pub(crate) fn load(&self) -> Seen {
+        decode(self.state.load(Ordering::Acquire))
+    }
+
+    /// Installs the first waker. Only before any record is published.
+    pub(crate) fn set_waker_unpublished(&self, waker: Waker) {
+        // SAFETY: no record points at this opstate yet, so nobody else can
+        // reach the cell; publication (under a queue lock) orders this write
+        // before any remote read.
+        self.waker.with_mut(|w| unsafe { *w = Some(waker) });
+    }
+
+    /// Replaces the waker of a published, still-waiting perform. Returns
+    /// `false` if the opstate left `W` (a commit is in flight or done).
+    pub(crate) fn update_waker(&self, waker: &Waker) -> bool {
+        if self.claim().is_err() {
+            return false;
+        }
+        // SAFETY: we hold `C`, which excludes `BUSY`, the only other state in
+        // which the waker is touched.
+        self.waker.with_mut(|w| unsafe {
+            match &mut *w {
+                Some(old) if old.will_wake(waker) => {}
+                slot => *slot = Some(waker.clone()),
+            }
+        });
+        self.unclaim();
+        true
+    }
+
+    /// Owner: `W -> C`. On failure returns what it saw (`BUSY`/`SYNCED`).
+    /// AcqRel: on success our later writes (payload) happen after whatever
+    /// the last `unclaim` published; Acquire on failure so a `SYNCED` payload
+    /// is visible.
+    pub(crate) fn claim(&self) -> Result<(), Seen> {
+        self.state
+            .compare_exchange(W, C, Ordering::AcqRel, Ordering::Acquire)
+            .map(drop)
+            .map_err(decode)
+    }
+
+    /// Owner: `C -> W`. Release pairs with a remote's Acquire CAS so the
+    /// waker written under `C` is visible to the remote that then wins.
+    pub(crate) fn unclaim(&self) {
+        self.state.store(W, Ordering::Release);
+    }
+
+    /// Owner: `C -> SYNCED(leaf)`, after it wrote its own payload.
+    pub(crate) fn commit_own(&self, leaf: usize) {
+        debug_assert_eq!(self.load(), Seen::Claimed);
+        self.state.store(synced(leaf), Ordering::Release);
+    }
+
+    /// Remote: try `W -> BUSY(leaf)`. AcqRel on success: Acquire to see the
+    /// owner's waker and payload slot (published via `unclaim`/the queue lock),
+    /// Release is harmless. Acquire on failure is not needed: we only decide.
+    pub(crate) fn try_commit(&self, leaf: usize) -> Commit {
+        match self
+            .state
+            .compare_exchange(W, busy(leaf), Ordering::AcqRel, Ordering::Relaxed)
+        {
+            Ok(_) => Commit::Won,
+            Err(C) => Commit::Claimed,
+            Err(_) => Commit::Stale,
+        }
+    }
+
+    /// Remote: `BUSY(leaf) -> SYNCED(leaf)` after the payload is in place;
+    /// returns the owner's waker, to be woken after every lock is released.
+    /// Release pairs with the owner's Acquire `load`.
+    ///
+    /// After this returns, the remote must not touch the opstate again: the
+    /// owner may free it at once.
+    #[must_use = "the owner must be woken"]
+    pub(crate) fn finish_remote(&self, leaf: usize) -> Option<Waker> {
+        debug_assert_eq!(self.load(), Seen::Busy(leaf));
+        // SAFETY: we hold `BUSY`, which excludes the owner's `C`, the only
+        // other state in which the waker is touched.
+        let waker = self.waker.with_mut(|w| unsafe { (*w).take() });
+        self.state.store(synced(leaf), Ordering::Release);
+        waker
+    }
+
+    /// Owner, when its perform is dropped: `W -> X`, or waits out a commit in
+    /// flight and reports the branch that committed.
+    pub(crate) fn cancel(&self) -> Result<(), usize> {
+        let mut step = 0;
+        loop {
+            match self
+                .state
+                .compare_exchange(W, X, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => return Ok(()),
+                Err(v) => match decode(v) {
+                    Seen::Synced(leaf) => return Err(leaf),
+                    Seen::Busy(_) => spin_wait(&mut step),
+                    other => unreachable!("owner cancelling from {other:?}"),
+                },
+            }
+        }
+    }
+
+    /// Remote, spinning while the owner holds `C`, then trying again.
+    /// Returns `true` if it won (`BUSY(leaf)`), `false` if the record is stale.
+    pub(crate) fn commit_spinning(&self, leaf: usize) -> bool {
+        let mut step = 0;
+        loop {
+            match self.try_commit(leaf) {
+                Commit::Won => return true,
+                Commit::Stale => return false,
+                Commit::Claimed => spin_wait(&mut step),
+            }
+        }
+    }
+}
+
+// SAFETY: the atomic is Sync; the waker cell is accessed only under the
+// exclusive states described in the module docs, and `Waker` is Send + Sync.
+unsafe impl Sync for OpState {}
+// SAFETY: as above; nothing in it is tied to a thread.
+unsafe impl Send for OpState {}

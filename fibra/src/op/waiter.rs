@@ -1,0 +1,239 @@
+//! Waiter records: what a blocked branch publishes in a resource's queue.
+//!
+//! A record names the perform's [`OpState`], the branch (`leaf`) it stands for
+//! and the branch's payload slot. Records live in queues guarded by the
+//! resource's lock; every dereference of their pointers happens under that
+//! lock (see `state.rs` for why the pointees outlive it).
+//!
+//! Queues are plain `VecDeque`s: records are pushed at the back, matched from
+//! the front (FIFO fairness among waiters), and stale records (their opstate
+//! already committed or cancelled) are dropped lazily by whoever meets them.
+
+use super::state::{Commit, OpState, Seen};
+use crate::loom::spin_wait;
+use std::collections::VecDeque;
+use std::ptr::NonNull;
+
+/// A published branch of some perform, with a pointer to its payload slot `S`.
+pub(crate) struct Waiter<S> {
+    op: NonNull<OpState>,
+    leaf: usize,
+    slot: NonNull<S>,
+}
+
+// SAFETY: a record is only dereferenced under its queue's lock, and the
+// pointees (an `OpState`, which is Sync, and a slot cell whose payload type is
+// required to be Send by the resources that use it) stay alive until the owner
+// removed the record under that lock. Records carry no thread affinity.
+unsafe impl<S: Send> Send for Waiter<S> {}
+// SAFETY: see above; a shared record only exposes its pointers.
+unsafe impl<S: Send> Sync for Waiter<S> {}
+
+impl<S> Waiter<S> {
+    /// A record for branch `leaf` of the perform whose opstate is `op`.
+    pub(crate) fn new(op: &OpState, leaf: usize, slot: &S) -> Self {
+        Self {
+            op: NonNull::from(op),
+            leaf,
+            slot: NonNull::from(slot),
+        }
+    }
+
+    pub(crate) fn leaf(&self) -> usize {
+        self.leaf
+    }
+
+    /// The identity of this record, for its owner to withdraw it later.
+    pub(crate) fn registration(&self) -> Registration {
+        Registration {
+            op: self.op,
+            leaf: self.leaf,
+        }
+    }
+
+    /// The record's opstate.
+    pub(crate) fn op(&self) -> &OpState {
+        // SAFETY: records are read only under their queue's lock, and the
+        // owner removes its records under that lock before freeing the
+        // opstate (module docs of `state.rs`).
+        unsafe { self.op.as_ref() }
+    }
+
+    /// The record's payload slot. Only the party that won the commit
+    /// (opstate `BUSY(leaf)`) may touch the payload inside.
+    pub(crate) fn slot(&self) -> &S {
+        // SAFETY: as for `op`: the slot lives in the same pinned perform.
+        unsafe { self.slot.as_ref() }
+    }
+
+    fn is(&self, reg: Registration) -> bool {
+        self.op == reg.op && self.leaf == reg.leaf
+    }
+
+    fn belongs_to(&self, op: Option<*const OpState>) -> bool {
+        op.is_some_and(|op| std::ptr::eq(self.op.as_ptr(), op))
+    }
+}
+
+/// What a leaf remembers of the record it published, to withdraw it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Registration {
+    op: NonNull<OpState>,
+    leaf: usize,
+}
+
+// SAFETY: a registration is an identity only; it is compared, never
+// dereferenced.
+unsafe impl Send for Registration {}
+// SAFETY: as above.
+unsafe impl Sync for Registration {}
+
+/// A FIFO of waiter records.
+pub(crate) struct WaitQueue<S> {
+    records: VecDeque<Waiter<S>>,
+}
+
+impl<S> Default for WaitQueue<S> {
+    fn default() -> Self {
+        Self {
+            records: VecDeque::new(),
+        }
+    }
+}
+
+/// Who is looking for a partner, and how.
+#[derive(Clone, Copy)]
+pub(crate) struct Seeker<'a> {
+    /// The seeker's own published opstate, during the retry of its block
+    /// phase; `None` in the optimistic phase (nothing published yet) or for a
+    /// party that is not itself performing (a closing channel). Records of
+    /// this opstate are never matched: a choice must not meet itself.
+    pub(crate) me: Option<&'a OpState>,
+    /// Whether to claim `me` (`W -> C`) around each commit attempt. False for
+    /// a commit made on behalf of the channel while `me` already holds `C`
+    /// (a receiver refilling the buffer from a blocked sender).
+    pub(crate) claim: bool,
+}
+
+impl<'a> Seeker<'a> {
+    /// A seeker with nothing published (the optimistic phase).
+    pub(crate) const FREE: Seeker<'static> = Seeker {
+        me: None,
+        claim: false,
+    };
+
+    /// The retry of a block phase: skip and claim `me`.
+    pub(crate) fn retrying(me: &'a OpState) -> Self {
+        Self {
+            me: Some(me),
+            claim: true,
+        }
+    }
+
+    /// A commit on the channel's behalf by a party that may hold `C`.
+    pub(crate) fn on_behalf(self) -> Self {
+        Self {
+            me: self.me,
+            claim: false,
+        }
+    }
+
+    /// Claims the seeker's own opstate (`W -> C`) before it commits with a
+    /// partner. `Err` means some other branch of the seeker already
+    /// committed: it must stop.
+    pub(crate) fn claim(&self) -> Result<(), Seen> {
+        match self.me {
+            Some(me) if self.claim => me.claim(),
+            _ => Ok(()),
+        }
+    }
+
+    fn unclaim(&self) {
+        if let (Some(me), true) = (self.me, self.claim) {
+            me.unclaim();
+        }
+    }
+
+    fn ptr(&self) -> Option<*const OpState> {
+        self.me.map(|m| m as *const OpState)
+    }
+}
+
+/// What a search for a partner found.
+pub(crate) enum Found<S> {
+    /// A partner, removed from the queue, whose opstate we moved to
+    /// `BUSY(leaf)`. If the seeker has `me`, it now holds `C` on it.
+    Partner(Waiter<S>),
+    /// No partner that can commit now.
+    Nobody,
+    /// The seeker's own opstate left `W`: another of its branches committed.
+    SelfSynced,
+}
+
+impl<S> WaitQueue<S> {
+    /// Publishes a record and returns its registration.
+    pub(crate) fn publish(&mut self, cx: super::BlockCx<'_>, slot: &S) -> Registration {
+        let w = Waiter::new(cx.state, cx.leaf, slot);
+        let reg = w.registration();
+        self.records.push_back(w);
+        reg
+    }
+
+    /// Removes the record `reg`, if still queued (a committer may have
+    /// removed it already).
+    pub(crate) fn remove(&mut self, reg: Registration) -> Option<Waiter<S>> {
+        // Search from the back: a record withdrawn soon after publication,
+        // the common case, is near the back of a long queue.
+        let pos = self.records.iter().rposition(|w| w.is(reg))?;
+        self.records.remove(pos)
+    }
+
+    /// Finds the first record that can commit with `seeker`, commits its
+    /// opstate (`W -> BUSY`) and removes it. Skips the seeker's own records
+    /// (a choice never meets itself) and drops stale ones on the way.
+    ///
+    /// With `seeker.me`, the seeker's own opstate is claimed (`W -> C`)
+    /// before the partner's CAS and stays claimed on `Partner`: the caller
+    /// moves the payload, then commits itself.
+    pub(crate) fn find_partner(&mut self, seeker: Seeker<'_>) -> Found<S> {
+        let mut i = 0;
+        let mut step = 0;
+        while let Some(w) = self.records.get(i) {
+            if w.belongs_to(seeker.ptr()) {
+                i += 1;
+                continue;
+            }
+            if let Err(_seen) = seeker.claim() {
+                return Found::SelfSynced;
+            }
+            match w.op().try_commit(w.leaf) {
+                Commit::Won => {
+                    let w = self.records.remove(i).expect("record at i");
+                    return Found::Partner(w);
+                }
+                Commit::Stale => {
+                    seeker.unclaim();
+                    self.records.remove(i);
+                }
+                Commit::Claimed => {
+                    // The partner's owner is committing elsewhere for a few
+                    // instructions. Never wait while holding our own claim:
+                    // the partner may be trying to commit *us*.
+                    seeker.unclaim();
+                    spin_wait(&mut step);
+                }
+            }
+        }
+        Found::Nobody
+    }
+
+    /// Commits every committable record with the given outcome left in their
+    /// slots (a closing resource), returning the wakers to wake after unlock.
+    pub(crate) fn commit_all(&mut self, wakers: &mut Vec<std::task::Waker>) {
+        for w in self.records.drain(..) {
+            if w.op().commit_spinning(w.leaf) {
+                wakers.extend(w.op().finish_remote(w.leaf));
+            }
+        }
+    }
+}
