@@ -4,6 +4,7 @@
 use std::any::Any;
 use std::fmt;
 use std::panic::{self, AssertUnwindSafe};
+use std::path::Path;
 use std::time::Instant;
 
 use crate::case::{Case, RunFn, Runner, Spec};
@@ -124,20 +125,34 @@ impl Harness {
             let _ = self.go.binary();
         }
         for (i, case) in cases.into_iter().enumerate() {
-            eprint!("[{}/{total}] {} ... ", i + 1, case.label());
-            match self.run(case)? {
-                Ok(row) => {
-                    let s = row.stats;
+            let label = case.label();
+            eprint!("[{}/{total}] {label} ... ", i + 1);
+            let Case {
+                spec,
+                system,
+                runner,
+                note,
+                extra,
+            } = case;
+            match self.measure(&label, &spec, runner)? {
+                Samples::Timed(samples) => {
+                    let stats = Stats::from_samples(&samples);
                     eprintln!(
-                        "{:.4} s (min {:.4}, max {:.4})",
-                        s.median_s, s.min_s, s.max_s
+                        " {:.4} s (min {:.4}, max {:.4})",
+                        stats.median_s, stats.min_s, stats.max_s
                     );
-                    summary.rows.push(row);
+                    summary.rows.push(Row {
+                        spec,
+                        system,
+                        runs: samples.len(),
+                        stats,
+                        note,
+                        extra,
+                    });
                 }
-                Err(reason) => {
-                    eprintln!("skipped");
+                Samples::Skipped(reason) => {
+                    eprintln!("skipped ({reason})");
                     if !summary.skipped.contains(&reason) {
-                        eprintln!("note: {reason}");
                         summary.skipped.push(reason);
                     }
                 }
@@ -146,55 +161,28 @@ impl Harness {
         Ok(summary)
     }
 
-    /// Measures one row: `Ok(Err(reason))` if it must be skipped.
-    fn run(&mut self, case: Case) -> Result<Result<Row, String>, BenchError> {
-        let label = case.label();
-        let Case {
-            spec,
-            system,
-            runner,
-            note,
-            extra,
-        } = case;
-        let samples = match runner {
-            Runner::InProcess(setup) => measure_in_process(&label, &spec, setup, self.runs)?,
-            Runner::Go { program } => {
-                let binary = match self.go.binary() {
-                    Ok(path) => path.to_path_buf(),
-                    Err(reason) => return Ok(Err(format!("go rows skipped: {reason}"))),
-                };
-                let runs =
-                    GoPeer::run(&binary, program, &spec.params, self.runs).map_err(|message| {
-                        BenchError::Peer {
-                            case: label.clone(),
-                            message,
-                        }
-                    })?;
-                if runs.iter().filter(|r| !r.warmup).count() != self.runs {
-                    return Err(BenchError::Peer {
-                        case: label,
-                        message: format!("expected {} timed runs, got {runs:?}", self.runs),
-                    });
-                }
-                let mut samples = Vec::with_capacity(self.runs);
-                for (i, run) in runs.iter().enumerate() {
-                    verify(&label, &spec, i, run.result)?;
-                    if !run.warmup {
-                        samples.push(run.seconds);
-                    }
-                }
-                samples
+    /// Runs one row with `runner`: warm-up, timed runs, checks.
+    fn measure(&mut self, label: &str, spec: &Spec, runner: Runner) -> Result<Samples, BenchError> {
+        match runner {
+            Runner::InProcess(setup) => {
+                measure_in_process(label, spec, setup, self.runs).map(Samples::Timed)
             }
-        };
-        Ok(Ok(Row {
-            spec,
-            system,
-            runs: samples.len(),
-            stats: Stats::from_samples(&samples),
-            note,
-            extra,
-        }))
+            Runner::Go { program } => match self.go.binary() {
+                Ok(binary) => {
+                    measure_go(label, spec, binary, program, self.runs).map(Samples::Timed)
+                }
+                Err(reason) => Ok(Samples::Skipped(format!("go rows: {reason}"))),
+            },
+        }
     }
+}
+
+/// What measuring a row gave.
+enum Samples {
+    /// Seconds of each timed run.
+    Timed(Vec<f64>),
+    /// The row cannot run here, for this reason.
+    Skipped(String),
 }
 
 /// Set up, warm up once, then time `runs` runs; every result is verified.
@@ -212,6 +200,7 @@ fn measure_in_process(
             let result = run();
             let seconds = start.elapsed().as_secs_f64();
             verify(label, spec, i, result)?;
+            eprint!("."); // one dot per run: long rows show they are alive
             if i > 0 {
                 samples.push(seconds);
             }
@@ -224,6 +213,37 @@ fn measure_in_process(
             message: panic_message(payload.as_ref()),
         })
     })
+}
+
+/// Runs the Go program (which does its own warm-up and timed runs) and
+/// checks every run it reports.
+fn measure_go(
+    label: &str,
+    spec: &Spec,
+    binary: &Path,
+    program: &str,
+    runs: usize,
+) -> Result<Vec<f64>, BenchError> {
+    let peer_error = |message| BenchError::Peer {
+        case: label.to_string(),
+        message,
+    };
+    let reported = GoPeer::run(binary, program, &spec.params, runs).map_err(peer_error)?;
+    let warmups = reported.iter().filter(|r| r.warmup).count();
+    if warmups != 1 || reported.len() != runs + 1 {
+        return Err(peer_error(format!(
+            "expected 1 warm-up and {runs} timed runs, got {reported:?}"
+        )));
+    }
+    let mut samples = Vec::with_capacity(runs);
+    for (i, run) in reported.iter().enumerate() {
+        verify(label, spec, i, run.result)?;
+        eprint!(".");
+        if !run.warmup {
+            samples.push(run.seconds);
+        }
+    }
+    Ok(samples)
 }
 
 /// Checks the result of run `index` (0 is the warm-up).
@@ -331,6 +351,6 @@ mod tests {
         ];
         let summary = harness(1).run_all(cases).unwrap();
         assert!(summary.rows.is_empty());
-        assert_eq!(summary.skipped, ["go rows skipped: not in tests"]);
+        assert_eq!(summary.skipped, ["go rows: not in tests"]);
     }
 }

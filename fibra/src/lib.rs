@@ -56,3 +56,8 @@ pub use op::{
     Always, BlockCx, BoxOp, Branches, Choose, Guard, Nack, Never, Op, Perform, WithNack, Wrap,
     always, block_on, choose, choose_biased, guard, never, seed_choice_rng, with_nack,
 };
+
+/// The README's examples, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;

@@ -79,7 +79,7 @@ impl GoPeer {
                     State::Built(binary)
                 }
                 Err(reason) => {
-                    eprintln!("failed");
+                    eprintln!("{reason}: go rows will be skipped");
                     State::Unavailable(reason)
                 }
             };
@@ -126,7 +126,7 @@ impl GoPeer {
 /// Builds the Go module in `source_dir` into `bin_dir`.
 fn build(source_dir: &Path, bin_dir: &Path) -> Result<PathBuf, String> {
     let binary = bin_dir.join(BINARY_NAME);
-    let mut command = Command::new("go");
+    let mut command = Command::new(go_command());
     command
         .args(["build", "-o"])
         .arg(&binary)
@@ -146,7 +146,7 @@ fn build(source_dir: &Path, bin_dir: &Path) -> Result<PathBuf, String> {
     let output = match command.output() {
         Ok(output) => output,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err("`go` not found on PATH".into());
+            return Err("`go` not found (PATH, $GOROOT/bin, /usr/local/go/bin)".into());
         }
         Err(e) => return Err(format!("cannot run `go build`: {e}")),
     };
@@ -156,6 +156,22 @@ fn build(source_dir: &Path, bin_dir: &Path) -> Result<PathBuf, String> {
         return Err(format!("`go build` failed: {first}"));
     }
     Ok(binary)
+}
+
+/// `go` from PATH, else from `$GOROOT/bin` or the standard install
+/// location (a non-login shell may lack `/usr/local/go/bin` on its PATH).
+fn go_command() -> PathBuf {
+    let on_path = env::var_os("PATH")
+        .is_some_and(|path| env::split_paths(&path).any(|dir| dir.join("go").is_file()));
+    if on_path {
+        return PathBuf::from("go");
+    }
+    env::var_os("GOROOT")
+        .map(|root| PathBuf::from(root).join("bin/go"))
+        .into_iter()
+        .chain([PathBuf::from("/usr/local/go/bin/go")])
+        .find(|go| go.is_file())
+        .unwrap_or_else(|| PathBuf::from("go"))
 }
 
 /// Parses one `{"warmup":..,"seconds":..,"result":..}` line.

@@ -415,3 +415,6 @@ crate::op::op_into_future! {
     impl['a, T] RecvOp<'a, T>;
     impl['a, T] SendOp<'a, T>;
 }
+
+#[cfg(all(test, loom))]
+pub(crate) mod loom_models;

@@ -259,3 +259,6 @@ pub trait Op: sealed::Sealed {
         BoxOp::new(self)
     }
 }
+
+#[cfg(all(test, loom))]
+mod loom_models;
