@@ -47,6 +47,8 @@
 pub mod chan;
 mod loom;
 pub mod op;
+pub mod rt;
+pub mod time;
 
 pub use chan::{
     Receiver, RecvError, RecvOp, SendError, SendOp, Sender, TryRecvError, TrySendError, bounded,
@@ -55,6 +57,9 @@ pub use chan::{
 pub use op::{
     Always, BlockCx, BoxOp, Branches, Choose, Guard, Nack, Never, Op, Perform, WithNack, Wrap,
     always, block_on, choose, choose_biased, guard, never, seed_choice_rng, with_nack,
+};
+pub use rt::{
+    Builder, Handle, JoinError, JoinHandle, JoinOp, Runtime, run, spawn, spawn_blocking, yield_now,
 };
 
 /// The README's examples, compiled and run as doc tests.

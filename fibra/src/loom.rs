@@ -10,14 +10,14 @@
 pub(crate) use loom::{
     cell::UnsafeCell,
     sync::atomic::{AtomicBool, AtomicUsize, Ordering},
-    sync::{Arc, Mutex, MutexGuard},
+    sync::{Arc, Condvar, Mutex, MutexGuard},
     thread,
 };
 
 #[cfg(not(loom))]
 pub(crate) use std::{
     sync::atomic::{AtomicBool, AtomicUsize, Ordering},
-    sync::{Arc, Mutex, MutexGuard},
+    sync::{Arc, Condvar, Mutex, MutexGuard},
     thread,
 };
 
@@ -77,5 +77,112 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     #[cfg(not(loom))]
     {
         m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// The lock fibra's resources (channels, join states, signals) use: held for
+/// a handful of instructions and never across user code or a wake-up, so a
+/// spin lock (one CAS to take, one store to release) beats a futex mutex
+/// (two read-modify-writes). Under loom it is loom's `Mutex`, so models see
+/// every acquisition.
+#[cfg(not(loom))]
+pub(crate) struct Lock<T> {
+    /// `true` while held. Acquire on take pairs with the Release on release.
+    locked: AtomicBool,
+    value: std::cell::UnsafeCell<T>,
+}
+
+// SAFETY: the lock hands out `&mut T` to one holder at a time.
+#[cfg(not(loom))]
+unsafe impl<T: Send> Sync for Lock<T> {}
+// SAFETY: owning the lock owns the `T`.
+#[cfg(not(loom))]
+unsafe impl<T: Send> Send for Lock<T> {}
+
+#[cfg(not(loom))]
+impl<T> Lock<T> {
+    pub(crate) const fn new(value: T) -> Self {
+        Self {
+            locked: AtomicBool::new(false),
+            value: std::cell::UnsafeCell::new(value),
+        }
+    }
+
+    #[inline]
+    pub(crate) fn lock(&self) -> LockGuard<'_, T> {
+        if self
+            .locked
+            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            self.lock_contended();
+        }
+        LockGuard { lock: self }
+    }
+
+    #[cold]
+    fn lock_contended(&self) {
+        let mut step = 0;
+        loop {
+            while self.locked.load(Ordering::Relaxed) {
+                spin_wait(&mut step);
+            }
+            if self
+                .locked
+                .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+            {
+                return;
+            }
+        }
+    }
+}
+
+/// Holds a [`Lock`]; releases it when dropped.
+#[cfg(not(loom))]
+pub(crate) struct LockGuard<'a, T> {
+    lock: &'a Lock<T>,
+}
+
+#[cfg(not(loom))]
+impl<T> std::ops::Deref for LockGuard<'_, T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        // SAFETY: we hold the lock.
+        unsafe { &*self.lock.value.get() }
+    }
+}
+
+#[cfg(not(loom))]
+impl<T> std::ops::DerefMut for LockGuard<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        // SAFETY: we hold the lock, exclusively.
+        unsafe { &mut *self.lock.value.get() }
+    }
+}
+
+#[cfg(not(loom))]
+impl<T> Drop for LockGuard<'_, T> {
+    fn drop(&mut self) {
+        // Release pairs with the Acquire of the next holder.
+        self.lock.locked.store(false, Ordering::Release);
+    }
+}
+
+#[cfg(loom)]
+pub(crate) struct Lock<T>(Mutex<T>);
+
+#[cfg(loom)]
+pub(crate) type LockGuard<'a, T> = MutexGuard<'a, T>;
+
+#[cfg(loom)]
+impl<T> Lock<T> {
+    pub(crate) fn new(value: T) -> Self {
+        Self(Mutex::new(value))
+    }
+
+    pub(crate) fn lock(&self) -> LockGuard<'_, T> {
+        self.0.lock().unwrap()
     }
 }

@@ -24,7 +24,7 @@
 //! is unpublished or claimed (`C`), or by the remote party that moved the
 //! owner's opstate to `BUSY` — never by two at once.
 
-use crate::loom::{AtomicUsize, Mutex, MutexGuard, Ordering, UnsafeCell, lock};
+use crate::loom::{AtomicUsize, Lock, LockGuard, Ordering, UnsafeCell};
 use crate::op::waiter::{Found, Seeker, WaitQueue};
 use std::collections::VecDeque;
 use std::task::Waker;
@@ -82,8 +82,74 @@ pub(crate) enum Received {
     SelfSynced,
 }
 
+/// Bits of `Chan::hint`: a summary of `State`, stored (Relaxed) at every
+/// unlock, read lock-free by the optimistic phase to skip the lock when no
+/// partner can be there. A stale "nobody" is harmless: the block phase
+/// retries under the lock.
+pub(crate) mod hint {
+    pub(crate) const SENDERS_WAITING: usize = 1;
+    pub(crate) const RECEIVERS_WAITING: usize = 2;
+    pub(crate) const BUFFERED: usize = 4;
+    pub(crate) const ROOM: usize = 8;
+    pub(crate) const TX_GONE: usize = 16;
+    pub(crate) const RX_GONE: usize = 32;
+    /// A receive may commit now.
+    pub(crate) const RECV_MAY: usize = SENDERS_WAITING | BUFFERED | TX_GONE;
+    /// A send may commit now.
+    pub(crate) const SEND_MAY: usize = RECEIVERS_WAITING | ROOM | RX_GONE;
+}
+
+/// The channel's lock guard: refreshes the hint before unlocking.
+pub(crate) struct Guard<'a, T> {
+    st: LockGuard<'a, State<T>>,
+    chan: &'a Chan<T>,
+}
+
+impl<T> std::ops::Deref for Guard<'_, T> {
+    type Target = State<T>;
+
+    fn deref(&self) -> &State<T> {
+        &self.st
+    }
+}
+
+impl<T> std::ops::DerefMut for Guard<'_, T> {
+    fn deref_mut(&mut self) -> &mut State<T> {
+        &mut self.st
+    }
+}
+
+impl<T> Drop for Guard<'_, T> {
+    fn drop(&mut self) {
+        let st = &*self.st;
+        let mut h = 0;
+        if !st.sendq.is_empty() {
+            h |= hint::SENDERS_WAITING;
+        }
+        if !st.recvq.is_empty() {
+            h |= hint::RECEIVERS_WAITING;
+        }
+        if !st.buf.is_empty() {
+            h |= hint::BUFFERED;
+        }
+        if st.buf.len() < self.chan.cap {
+            h |= hint::ROOM;
+        }
+        if st.tx_gone {
+            h |= hint::TX_GONE;
+        }
+        if st.rx_gone {
+            h |= hint::RX_GONE;
+        }
+        // Relaxed: a hint only; the lock orders everything that matters.
+        self.chan.hint.store(h, Ordering::Relaxed);
+    }
+}
+
 pub(crate) struct Chan<T> {
-    state: Mutex<State<T>>,
+    state: Lock<State<T>>,
+    /// See [`hint`].
+    hint: AtomicUsize,
     /// 0: rendezvous; `usize::MAX`: unbounded.
     cap: usize,
     /// Live `Sender` handles. The last one to go closes the channel.
@@ -95,7 +161,7 @@ pub(crate) struct Chan<T> {
 impl<T> Chan<T> {
     pub(crate) fn new(cap: usize) -> Self {
         Self {
-            state: Mutex::new(State {
+            state: Lock::new(State {
                 buf: VecDeque::new(),
                 sendq: WaitQueue::default(),
                 recvq: WaitQueue::default(),
@@ -103,13 +169,23 @@ impl<T> Chan<T> {
                 rx_gone: false,
             }),
             cap,
+            hint: AtomicUsize::new(if cap > 0 { hint::ROOM } else { 0 }),
             senders: AtomicUsize::new(1),
             receivers: AtomicUsize::new(1),
         }
     }
 
-    pub(crate) fn lock(&self) -> MutexGuard<'_, State<T>> {
-        lock(&self.state)
+    pub(crate) fn lock(&self) -> Guard<'_, T> {
+        Guard {
+            st: self.state.lock(),
+            chan: self,
+        }
+    }
+
+    /// Whether an operation whose partners are summarised by `mask` (see
+    /// [`hint`]) may commit now. `false` is a hint, `true` a maybe.
+    pub(crate) fn may(&self, mask: usize) -> bool {
+        self.hint.load(Ordering::Relaxed) & mask != 0
     }
 
     pub(crate) fn capacity(&self) -> Option<usize> {
@@ -153,7 +229,8 @@ impl<T> Chan<T> {
                 return Sent::SelfSynced;
             }
             // SAFETY: claimed or unpublished.
-            st.buf.push_back(unsafe { take(mine) }.expect("sender's value"));
+            st.buf
+                .push_back(unsafe { take(mine) }.expect("sender's value"));
             return Sent::Done(None);
         }
         Sent::NotReady
@@ -183,7 +260,8 @@ impl<T> Chan<T> {
             if st.buf.len() < self.cap {
                 if let Found::Partner(w) = st.sendq.find_partner(seeker.on_behalf()) {
                     // SAFETY: we won the sender's opstate (`BUSY`).
-                    st.buf.push_back(unsafe { take(w.slot()) }.expect("sender's value"));
+                    st.buf
+                        .push_back(unsafe { take(w.slot()) }.expect("sender's value"));
                     waker = w.op().finish_remote(w.leaf());
                 }
             }
@@ -222,7 +300,8 @@ impl<T> Chan<T> {
                 w.op().finish_remote(w.leaf())
             } else {
                 // SAFETY: `slot` is a local nobody else sees.
-                st.buf.push_front(unsafe { take(&slot) }.expect("rescued value"));
+                st.buf
+                    .push_front(unsafe { take(&slot) }.expect("rescued value"));
                 None
             }
         };

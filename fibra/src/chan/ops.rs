@@ -4,15 +4,15 @@
 //! Each op owns its payload slot and remembers the record it published (to
 //! withdraw it). Both are pinned inside the perform while published.
 
-use super::core::{Chan, Received, Sent, Slot, take};
+use super::core::{Chan, Received, Sent, Slot, hint, take};
 use super::{RecvError, SendError};
 use crate::loom::{Arc, UnsafeCell};
 use crate::op::waiter::{Registration, Seeker};
 use crate::op::{BlockCx, Op, sealed::Sealed};
 use std::marker::{PhantomData, PhantomPinned};
-use std::ptr::NonNull;
 use std::ops::Deref;
 use std::pin::Pin;
+use std::ptr::NonNull;
 use std::task::Waker;
 
 /// A channel reference: borrowed from a handle (the common case: no
@@ -105,6 +105,9 @@ impl<T> Op for RecvOp<'_, T> {
 
     fn try_now(mut self: Pin<&mut Self>) -> Option<Self::Output> {
         let (chan, slot, _) = self.as_mut().parts();
+        if !chan.may(hint::RECV_MAY) {
+            return None;
+        }
         let mut st = chan.lock();
         // SAFETY: unpublished: the slot is ours.
         match unsafe { chan.recv_locked(&mut st, slot, Seeker::FREE) } {
@@ -235,6 +238,9 @@ impl<T> Op for SendOp<'_, T> {
 
     fn try_now(mut self: Pin<&mut Self>) -> Option<Self::Output> {
         let (chan, slot, _) = self.as_mut().parts();
+        if !chan.may(hint::SEND_MAY) {
+            return None;
+        }
         let mut st = chan.lock();
         // SAFETY: unpublished: the slot is ours.
         match unsafe { chan.send_locked(&mut st, slot, Seeker::FREE) } {

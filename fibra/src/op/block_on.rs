@@ -46,9 +46,37 @@ thread_local! {
 
 /// Marks the current thread as one that must never block in
 /// [`block_on`]/[`Op::perform`](crate::Op::perform); `why` is the message.
-#[allow(dead_code)]
 pub(crate) fn forbid_blocking(why: Option<&'static str>) {
     FORBIDDEN.with(|f| f.set(why));
+}
+
+/// Panics with the thread's message if blocking is forbidden here.
+pub(crate) fn check_blocking_allowed() {
+    if let Some(why) = FORBIDDEN.with(std::cell::Cell::get) {
+        panic!("{why}");
+    }
+}
+
+/// Spins (then yields) for a few microseconds waiting for a wake; returns
+/// whether one came (and consumes it).
+fn spin_for_wake(notified: &AtomicBool) -> bool {
+    #[cfg(loom)]
+    {
+        let _ = notified;
+        false
+    }
+    #[cfg(not(loom))]
+    {
+        let mut step = 0;
+        while step < 10 {
+            // Relaxed peek; the Acquire swap below makes the wake visible.
+            if notified.load(Ordering::Relaxed) && notified.swap(false, Ordering::Acquire) {
+                return true;
+            }
+            crate::loom::spin_wait(&mut step);
+        }
+        false
+    }
 }
 
 /// Runs `future` to completion on the current thread, parking it while the
@@ -69,9 +97,7 @@ pub(crate) fn forbid_blocking(why: Option<&'static str>) {
 /// t.join().unwrap().unwrap();
 /// ```
 pub fn block_on<F: Future>(future: F) -> F::Output {
-    if let Some(why) = FORBIDDEN.with(std::cell::Cell::get) {
-        panic!("{why}");
-    }
+    check_blocking_allowed();
     #[cfg(not(loom))]
     let parker = PARKER.with(StdArc::clone);
     #[cfg(loom)]
@@ -86,9 +112,13 @@ pub fn block_on<F: Future>(future: F) -> F::Output {
         if let Poll::Ready(out) = future.as_mut().poll(&mut cx) {
             return out;
         }
+        // A partner running on another core often answers within a
+        // microsecond; a park/unpark pair costs tens. Spin briefly first.
         // Acquire pairs with the Release swap in `wake_by_ref`.
-        while !parker.notified.swap(false, Ordering::Acquire) {
-            thread::park();
+        if !spin_for_wake(&parker.notified) {
+            while !parker.notified.swap(false, Ordering::Acquire) {
+                thread::park();
+            }
         }
     }
 }

@@ -107,7 +107,11 @@ impl<B: Branches> Choose<B> {
         // and `biased` are plain data.
         unsafe {
             let this = self.get_unchecked_mut();
-            (Pin::new_unchecked(&mut this.branches), &mut this.start, this.biased)
+            (
+                Pin::new_unchecked(&mut this.branches),
+                &mut this.start,
+                this.biased,
+            )
         }
     }
 
@@ -175,7 +179,9 @@ impl<B: Branches> Op for Choose<B> {
         let n = branches.count();
         let start = *start;
         // Leaf offset of branch `start`, then walk start..n, 0..start.
-        let mut offset: usize = (0..start).map(|i| branches.as_ref().get_ref().branch(i).leaves()).sum();
+        let mut offset: usize = (0..start)
+            .map(|i| branches.as_ref().get_ref().branch(i).leaves())
+            .sum();
         for k in 0..n {
             let i = (start + k) % n;
             if i == 0 {

@@ -38,7 +38,10 @@ impl<T> Op for Always<T> {
     }
 
     fn finish(self: Pin<&mut Self>, _leaf: usize) -> T {
-        self.get_mut().value.take().expect("`always` performed twice")
+        self.get_mut()
+            .value
+            .take()
+            .expect("`always` performed twice")
     }
 
     fn abandon(self: Pin<&mut Self>, _leaf: usize) {}
@@ -177,7 +180,12 @@ impl<F, O> Guard<F, O> {
     fn built(self: Pin<&mut Self>) -> Option<Pin<&mut O>> {
         // SAFETY: `op` is structurally pinned: it is never moved out of the
         // `Option`, only dropped in place (by `reset` or our own drop).
-        unsafe { self.get_unchecked_mut().op.as_mut().map(|o| Pin::new_unchecked(o)) }
+        unsafe {
+            self.get_unchecked_mut()
+                .op
+                .as_mut()
+                .map(|o| Pin::new_unchecked(o))
+        }
     }
 
     fn reset(self: Pin<&mut Self>) {

@@ -45,6 +45,7 @@ pub(crate) mod state;
 pub(crate) mod waiter;
 
 pub use block_on::block_on;
+pub(crate) use block_on::{check_blocking_allowed, forbid_blocking};
 pub use choice::{BoxOp, Branches, Choose, choose, choose_biased};
 pub use combinators::{Always, Guard, Never, Wrap, always, guard, never};
 pub use nack::{Nack, WithNack, with_nack};

@@ -9,7 +9,7 @@
 
 use super::waiter::{Registration, WaitQueue};
 use super::{BlockCx, Op, sealed::Sealed};
-use crate::loom::{Arc, AtomicBool, Mutex, Ordering, lock};
+use crate::loom::{Arc, AtomicBool, Lock, Ordering};
 use std::marker::PhantomPinned;
 use std::pin::Pin;
 
@@ -17,14 +17,14 @@ use std::pin::Pin;
 pub(crate) struct Signal {
     /// Set once, under `waiters`' lock; read lock-free by the fast path.
     fired: AtomicBool,
-    waiters: Mutex<WaitQueue<()>>,
+    waiters: Lock<WaitQueue<()>>,
 }
 
 impl Signal {
     pub(crate) fn new() -> Self {
         Self {
             fired: AtomicBool::new(false),
-            waiters: Mutex::new(WaitQueue::default()),
+            waiters: Lock::new(WaitQueue::default()),
         }
     }
 
@@ -32,7 +32,7 @@ impl Signal {
     pub(crate) fn fire(&self) {
         let mut wakers = Vec::new();
         {
-            let mut q = lock(&self.waiters);
+            let mut q = self.waiters.lock();
             // Release pairs with the Acquire fast-path load in `is_fired`.
             self.fired.store(true, Ordering::Release);
             q.commit_all(&mut wakers);
@@ -117,7 +117,7 @@ impl Op for Nack {
 
     fn block(mut self: Pin<&mut Self>, cx: BlockCx<'_>) {
         let signal = self.signal.clone();
-        let mut q = lock(&signal.waiters);
+        let mut q = signal.waiters.lock();
         // Relaxed: `fired` only changes under the lock we hold.
         if signal.fired.load(Ordering::Relaxed) {
             if cx.state.claim().is_ok() {
@@ -140,7 +140,7 @@ impl Op for Nack {
 
     fn withdraw(mut self: Pin<&mut Self>) {
         if let Some(reg) = self.as_mut().published().take() {
-            lock(&self.signal.waiters).remove(reg);
+            self.signal.waiters.lock().remove(reg);
         }
     }
 }

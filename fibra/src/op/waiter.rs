@@ -171,6 +171,10 @@ pub(crate) enum Found<S> {
 }
 
 impl<S> WaitQueue<S> {
+    pub(crate) fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+
     /// Publishes a record and returns its registration.
     pub(crate) fn publish(&mut self, cx: super::BlockCx<'_>, slot: &S) -> Registration {
         let w = Waiter::new(cx.state, cx.leaf, slot);

@@ -1,0 +1,158 @@
+//! `Builder`: configure and start a runtime.
+
+use super::{Flavor, Idle, Parker, Registry, Runtime, Shared, WorkerCtx};
+use crate::loom::AtomicBool;
+use crossbeam_deque::{Injector, Worker as Deque};
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+
+/// Configures a [`Runtime`].
+///
+/// ```
+/// let rt = fibra::Runtime::builder()
+///     .workers(2)
+///     .thread_name("fibra-worker")
+///     .pin_cores(false)
+///     .build()
+///     .unwrap();
+/// assert_eq!(rt.block_on(async { 40 + 2 }), 42);
+///
+/// let ct = fibra::Runtime::builder().current_thread().build().unwrap();
+/// assert_eq!(ct.block_on(async { 1 }), 1);
+/// ```
+#[derive(Debug, Clone)]
+pub struct Builder {
+    flavor: Flavor,
+    workers: Option<usize>,
+    thread_name: String,
+    pin_cores: bool,
+    stack_size: Option<usize>,
+}
+
+impl Default for Builder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Builder {
+    /// A multi-thread runtime with one worker per core.
+    pub fn new() -> Self {
+        Builder {
+            flavor: Flavor::MultiThread,
+            workers: None,
+            thread_name: "fibra-worker".to_string(),
+            pin_cores: false,
+            stack_size: None,
+        }
+    }
+
+    /// Multi-thread flavour (the default): `workers` threads run tasks and
+    /// steal from each other.
+    pub fn multi_thread(mut self) -> Self {
+        self.flavor = Flavor::MultiThread;
+        self
+    }
+
+    /// Current-thread flavour: no worker threads; tasks run on the thread
+    /// that calls [`Runtime::block_on`], while it is in there.
+    pub fn current_thread(mut self) -> Self {
+        self.flavor = Flavor::CurrentThread;
+        self
+    }
+
+    /// Number of worker threads (multi-thread flavour). Default: the
+    /// number of cores. Values below 1 count as 1.
+    pub fn workers(mut self, n: usize) -> Self {
+        self.workers = Some(n.max(1));
+        self
+    }
+
+    /// Name of the worker threads (suffixed with `-N`).
+    pub fn thread_name(mut self, name: impl Into<String>) -> Self {
+        self.thread_name = name.into();
+        self
+    }
+
+    /// Pins worker `i` to core `i % cores` (Linux; ignored elsewhere).
+    pub fn pin_cores(mut self, pin: bool) -> Self {
+        self.pin_cores = pin;
+        self
+    }
+
+    /// Stack size of the worker threads.
+    pub fn stack_size(mut self, bytes: usize) -> Self {
+        self.stack_size = Some(bytes);
+        self
+    }
+
+    /// Starts the runtime.
+    ///
+    /// # Errors
+    ///
+    /// If a worker thread cannot be spawned.
+    pub fn build(self) -> std::io::Result<Runtime> {
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        let n = match self.flavor {
+            Flavor::CurrentThread => 1,
+            Flavor::MultiThread => self.workers.unwrap_or(cores),
+        };
+        let locals: Vec<Deque<_>> = (0..n).map(|_| Deque::new_fifo()).collect();
+        let shared = Arc::new(Shared {
+            injector: Injector::new(),
+            stealers: locals.iter().map(Deque::stealer).collect(),
+            parkers: (0..n).map(|_| Parker::default()).collect(),
+            idle: Idle::new(n),
+            tasks: Registry::new(),
+            next_id: AtomicU64::new(0),
+            shutdown: AtomicBool::new(false),
+        });
+        let mut rt = Runtime {
+            shared: shared.clone(),
+            flavor: self.flavor,
+            threads: Vec::new(),
+            ct_local: None,
+        };
+        if self.flavor == Flavor::CurrentThread {
+            let local = locals.into_iter().next().expect("one local queue");
+            rt.ct_local = Some(std::sync::Mutex::new(Some(local)));
+            return Ok(rt);
+        }
+        for (index, local) in locals.into_iter().enumerate() {
+            let shared = shared.clone();
+            let pin = self.pin_cores.then_some(index % cores);
+            let mut b = std::thread::Builder::new().name(format!("{}-{index}", self.thread_name));
+            if let Some(s) = self.stack_size {
+                b = b.stack_size(s);
+            }
+            // On error, dropping `rt` stops the workers started so far.
+            let t = b.spawn(move || {
+                if let Some(core) = pin {
+                    pin_to_core(core);
+                }
+                let ctx = WorkerCtx::new(shared, index, local);
+                ctx.enter(|| ctx.run(&|| false));
+            })?;
+            rt.threads.push(t);
+        }
+        Ok(rt)
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn pin_to_core(core: usize) {
+    // SAFETY: `cpu_set_t` is plain data; zeroed is the empty set, CPU_SET
+    // writes within it for `core < CPU_SETSIZE`, and sched_setaffinity only
+    // reads it. A failure (e.g. the core is not in our cgroup) is ignored:
+    // pinning is an optimisation.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if core < libc::CPU_SETSIZE as usize {
+            libc::CPU_SET(core, &mut set);
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+        }
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn pin_to_core(_core: usize) {}

@@ -1,0 +1,174 @@
+//! `JoinHandle`: await a task's output, use its completion in a choice,
+//! abort it, or detach it by dropping the handle.
+
+use super::task::{JoinError, Joinable};
+use crate::op::waiter::Registration;
+use crate::op::{BlockCx, Op, sealed::Sealed};
+use std::fmt;
+use std::future::Future;
+use std::marker::PhantomPinned;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+/// An owned permission to join a task: `.await` it for the task's output,
+/// or use [`JoinHandle::join_op`] in a choice. Dropping the handle detaches
+/// the task (it keeps running; its output is dropped).
+///
+/// A task that panics yields [`JoinError::Panicked`]; an aborted one (or one
+/// dropped by runtime shutdown) yields [`JoinError::Cancelled`].
+///
+/// ```
+/// fibra::run(async {
+///     let h = fibra::spawn(async { panic!("boom") });
+///     let err = h.await.unwrap_err();
+///     assert!(err.is_panic());
+///     // The runtime keeps running.
+///     assert_eq!(fibra::spawn(async { 1 }).await.unwrap(), 1);
+/// });
+/// ```
+pub struct JoinHandle<T> {
+    task: Arc<dyn Joinable<T>>,
+    done: bool,
+}
+
+impl<T> JoinHandle<T> {
+    pub(crate) fn new(task: Arc<dyn Joinable<T>>) -> Self {
+        Self { task, done: false }
+    }
+
+    /// Asks the task to stop: it is dropped at its next scheduling point
+    /// (it is not interrupted mid-poll) and joins as
+    /// [`JoinError::Cancelled`], unless it finished first.
+    ///
+    /// ```
+    /// fibra::run(async {
+    ///     let (_tx, rx) = fibra::channel::<()>();
+    ///     let h = fibra::spawn(async move { rx.recv().await });
+    ///     h.abort();
+    ///     assert!(h.await.unwrap_err().is_cancelled());
+    /// });
+    /// ```
+    pub fn abort(&self) {
+        self.task.clone().abort();
+    }
+
+    /// Whether the task has finished (output ready, panicked or cancelled).
+    ///
+    /// ```
+    /// fibra::run(async {
+    ///     let h = fibra::spawn(async {});
+    ///     while !h.is_finished() {
+    ///         fibra::yield_now().await;
+    ///     }
+    /// });
+    /// ```
+    pub fn is_finished(&self) -> bool {
+        self.task.is_finished()
+    }
+
+    /// The op of joining the task, for choices.
+    ///
+    /// ```
+    /// use fibra::{Op, choose};
+    ///
+    /// fibra::run(async {
+    ///     let (tx, rx) = fibra::channel::<u32>();
+    ///     let worker = fibra::spawn(async { 10 });
+    ///     let first = choose((
+    ///         worker.join_op().wrap(|r| r.unwrap()),
+    ///         rx.recv_op().wrap(|r| r.unwrap()),
+    ///     ))
+    ///     .await;
+    ///     assert_eq!(first, 10);
+    ///     drop(tx);
+    /// });
+    /// ```
+    pub fn join_op(&self) -> JoinOp<'_, T> {
+        JoinOp {
+            task: &*self.task,
+            published: None,
+            _pinned: PhantomPinned,
+        }
+    }
+}
+
+impl<T> Future for JoinHandle<T> {
+    type Output = Result<T, JoinError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        assert!(!this.done, "`JoinHandle` polled after it completed");
+        let out = std::task::ready!(this.task.poll_join(cx));
+        this.done = true;
+        Poll::Ready(out)
+    }
+}
+
+impl<T> Drop for JoinHandle<T> {
+    fn drop(&mut self) {
+        self.task.detach();
+    }
+}
+
+impl<T> fmt::Debug for JoinHandle<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("JoinHandle")
+            .field("finished", &self.is_finished())
+            .finish()
+    }
+}
+
+/// The op of joining a task: made by [`JoinHandle::join_op`].
+///
+/// If its perform is dropped after the task finished, the output stays with
+/// the handle for the next join.
+#[must_use = "an op does nothing unless performed"]
+pub struct JoinOp<'a, T> {
+    task: &'a dyn Joinable<T>,
+    published: Option<Registration>,
+    _pinned: PhantomPinned,
+}
+
+impl<T> JoinOp<'_, T> {
+    fn published(self: Pin<&mut Self>) -> &mut Option<Registration> {
+        // SAFETY: `published` is not structurally pinned.
+        unsafe { &mut self.get_unchecked_mut().published }
+    }
+}
+
+impl<T> Sealed for JoinOp<'_, T> {}
+
+impl<T> Op for JoinOp<'_, T> {
+    type Output = Result<T, JoinError>;
+
+    fn try_now(self: Pin<&mut Self>) -> Option<Self::Output> {
+        self.task.try_join()
+    }
+
+    fn block(mut self: Pin<&mut Self>, cx: BlockCx<'_>) {
+        let reg = self.task.publish_join(cx);
+        *self.as_mut().published() = reg;
+    }
+
+    fn finish(mut self: Pin<&mut Self>, _leaf: usize) -> Self::Output {
+        *self.as_mut().published() = None;
+        self.task
+            .try_join()
+            .expect("a committed join has its output")
+    }
+
+    fn abandon(self: Pin<&mut Self>, _leaf: usize) {
+        *self.published() = None;
+    }
+
+    fn withdraw(mut self: Pin<&mut Self>) {
+        if let Some(reg) = self.as_mut().published().take() {
+            self.task.withdraw_join(reg);
+        }
+    }
+}
+
+crate::op::op_into_future! {
+    impl['a, T] JoinOp<'a, T>;
+}

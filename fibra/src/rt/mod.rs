@@ -1,0 +1,415 @@
+//! The fibra runtime: a multicore work-stealing scheduler for async tasks,
+//! with hand-off between communicating tasks.
+//!
+//! ```
+//! let rt = fibra::Runtime::builder().workers(2).build().unwrap();
+//! let sum = rt.block_on(async {
+//!     let (tx, rx) = fibra::channel::<u64>();
+//!     let producer = fibra::spawn(async move {
+//!         for i in 1..=100 {
+//!             tx.send(i).await.unwrap();
+//!         }
+//!     });
+//!     let mut sum = 0;
+//!     while let Ok(v) = rx.recv().await {
+//!         sum += v;
+//!     }
+//!     producer.await.unwrap();
+//!     sum
+//! });
+//! assert_eq!(sum, 5050);
+//! ```
+//!
+//! Layout: `task.rs` (a task's state machine and join state), `worker.rs`
+//! (the run loop, local queue and `next` slot), `idle.rs` (searching and
+//! sleeping workers), `park.rs` (a worker's parker), `registry.rs` (every
+//! live task, for shutdown), `blocking.rs` (the pool for blocking calls),
+//! `join.rs` (`JoinHandle` and its op).
+
+mod blocking;
+mod builder;
+mod idle;
+mod join;
+mod park;
+mod registry;
+mod task;
+mod worker;
+
+pub use blocking::spawn_blocking;
+pub use builder::Builder;
+pub use join::{JoinHandle, JoinOp};
+pub use task::JoinError;
+
+use crate::loom::{AtomicBool, Ordering};
+use crossbeam_deque::Injector;
+use idle::Idle;
+use park::Parker;
+use registry::Registry;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+use std::task::{Context, Poll};
+use task::{Task, TaskRef};
+use worker::{WorkerCtx, with_current};
+
+/// State shared by a runtime's workers, handles and tasks.
+pub(crate) struct Shared {
+    injector: Injector<TaskRef>,
+    stealers: Vec<crossbeam_deque::Stealer<TaskRef>>,
+    parkers: Vec<Parker>,
+    idle: Idle,
+    tasks: Registry,
+    next_id: AtomicU64,
+    shutdown: AtomicBool,
+}
+
+impl Shared {
+    fn is_shutdown(&self) -> bool {
+        self.shutdown.load(Ordering::Acquire)
+    }
+
+    fn has_work(&self) -> bool {
+        !self.injector.is_empty() || self.stealers.iter().any(|s| !s.is_empty())
+    }
+
+    /// Wakes a sleeping worker if work was pushed and nobody searches.
+    fn notify_idle(&self) {
+        if let Some(i) = self.idle.worker_to_wake() {
+            self.parkers[i].unpark();
+        }
+    }
+
+    /// Queues a woken task: into the current worker's `next` slot if it runs
+    /// on one of ours (hand-off), else into the injector.
+    fn schedule(task: TaskRef) {
+        with_current(|ctx| match ctx {
+            Some(ctx) if Arc::ptr_eq(&ctx.shared, task.shared()) => ctx.schedule_next(task),
+            _ => task.shared().clone().inject(task),
+        });
+    }
+
+    /// Queues a task that yielded (or was spawned): behind the others.
+    fn schedule_yield(task: TaskRef) {
+        with_current(|ctx| match ctx {
+            Some(ctx) if Arc::ptr_eq(&ctx.shared, task.shared()) => ctx.schedule_back(task),
+            _ => task.shared().clone().inject(task),
+        });
+    }
+
+    fn inject(&self, task: TaskRef) {
+        if self.is_shutdown() {
+            return; // dropped: shutdown cancels it through the registry
+        }
+        self.injector.push(task);
+        self.notify_idle();
+    }
+
+    fn spawn<F>(self: &Arc<Self>, future: F) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        let id = self
+            .next_id
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let task = Task::new(future, id, self.clone());
+        if self.is_shutdown() {
+            task::Runnable::shutdown(&*task);
+        } else {
+            self.tasks.insert(task.clone());
+            Shared::schedule_yield(task.clone());
+            // A spawn racing shutdown: make sure it is not left behind.
+            if self.is_shutdown() {
+                self.drain_tasks();
+            }
+        }
+        JoinHandle::new(task)
+    }
+
+    /// Cancels every registered task (shutdown; no worker runs any more).
+    fn drain_tasks(&self) {
+        loop {
+            let tasks = self.tasks.drain();
+            if tasks.is_empty() {
+                break;
+            }
+            for t in &tasks {
+                t.shutdown();
+            }
+            drop(tasks);
+            while !self.injector.steal().is_empty() {}
+        }
+        while !self.injector.steal().is_empty() {}
+    }
+}
+
+/// The flavour of a runtime.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Flavor {
+    MultiThread,
+    CurrentThread,
+}
+
+/// A fibra runtime: worker threads (or the calling thread, for the
+/// current-thread flavour) running async tasks.
+///
+/// Dropping the runtime stops its workers and drops every task that has not
+/// finished (exactly once); their `JoinHandle`s then report
+/// [`JoinError::Cancelled`].
+///
+/// ```
+/// let rt = fibra::Runtime::new().unwrap();
+/// let h = rt.spawn(async { 6 * 7 });
+/// assert_eq!(rt.block_on(h).unwrap(), 42);
+/// ```
+pub struct Runtime {
+    shared: Arc<Shared>,
+    flavor: Flavor,
+    threads: Vec<std::thread::JoinHandle<()>>,
+    /// The current-thread flavour's local queue, used by `block_on`.
+    ct_local: Option<std::sync::Mutex<Option<crossbeam_deque::Worker<TaskRef>>>>,
+}
+
+impl Runtime {
+    /// A multi-thread runtime with one worker per core.
+    ///
+    /// # Errors
+    ///
+    /// If a worker thread cannot be spawned.
+    pub fn new() -> std::io::Result<Runtime> {
+        Builder::new().build()
+    }
+
+    /// A builder to configure workers, flavour, thread names and pinning.
+    ///
+    /// ```
+    /// let rt = fibra::Runtime::builder().workers(1).thread_name("io").build().unwrap();
+    /// assert_eq!(rt.block_on(async { 1 + 1 }), 2);
+    /// ```
+    pub fn builder() -> Builder {
+        Builder::new()
+    }
+
+    /// Spawns a task; it starts running on a worker at once (for the
+    /// current-thread flavour: when some thread is in `block_on`).
+    ///
+    /// ```
+    /// let rt = fibra::Runtime::new().unwrap();
+    /// let h = rt.spawn(async { "done" });
+    /// assert_eq!(fibra::block_on(h).unwrap(), "done");
+    /// ```
+    pub fn spawn<F>(&self, future: F) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.shared.spawn(future)
+    }
+
+    /// A clonable handle for spawning from elsewhere.
+    ///
+    /// ```
+    /// let rt = fibra::Runtime::new().unwrap();
+    /// let handle = rt.handle();
+    /// let t = std::thread::spawn(move || fibra::block_on(handle.spawn(async { 5 })));
+    /// assert_eq!(t.join().unwrap().unwrap(), 5);
+    /// ```
+    pub fn handle(&self) -> Handle {
+        Handle {
+            shared: self.shared.clone(),
+        }
+    }
+
+    /// Runs `future` to completion on the runtime and returns its output.
+    /// The future runs as a task, so it hands off with the tasks it talks
+    /// to like any other.
+    ///
+    /// # Panics
+    ///
+    /// If `future` panics (the panic is resumed here), or if called on a
+    /// fibra worker thread.
+    ///
+    /// ```
+    /// let rt = fibra::Runtime::builder().current_thread().build().unwrap();
+    /// assert_eq!(rt.block_on(async { fibra::spawn(async { 3 }).await.unwrap() }), 3);
+    /// ```
+    pub fn block_on<F>(&self, future: F) -> F::Output
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        let handle = self.shared.spawn(future);
+        let out = match self.flavor {
+            Flavor::MultiThread => crate::op::block_on(handle),
+            Flavor::CurrentThread => self.run_current_thread(handle),
+        };
+        match out {
+            Ok(v) => v,
+            Err(JoinError::Panicked(p)) => std::panic::resume_unwind(p),
+            Err(JoinError::Cancelled) => panic!("the runtime shut down during `block_on`"),
+        }
+    }
+
+    fn run_current_thread<T>(&self, mut handle: JoinHandle<T>) -> Result<T, JoinError> {
+        crate::op::check_blocking_allowed();
+        let slot = self.ct_local.as_ref().expect("current-thread runtime");
+        let local = slot
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+            .expect("one `block_on` at a time on a current-thread runtime");
+        let ctx = WorkerCtx::new(self.shared.clone(), 0, local);
+        ctx.enter(|| ctx.run(&|| handle.is_finished()));
+        *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(ctx.into_local());
+        let waker = std::task::Waker::noop();
+        match Pin::new(&mut handle).poll(&mut Context::from_waker(waker)) {
+            Poll::Ready(out) => out,
+            Poll::Pending => unreachable!("main task finished"),
+        }
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        self.shared.shutdown.store(true, Ordering::Release);
+        for i in self.shared.idle.wake_all() {
+            self.shared.parkers[i].unpark();
+        }
+        for p in &self.shared.parkers {
+            p.unpark();
+        }
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+        self.ct_local = None;
+        self.shared.drain_tasks();
+    }
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime")
+            .field("flavor", &self.flavor)
+            .field("workers", &self.shared.parkers.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// A clonable handle to a runtime, for spawning onto it from anywhere.
+#[derive(Clone)]
+pub struct Handle {
+    shared: Arc<Shared>,
+}
+
+impl Handle {
+    /// Spawns a task onto the runtime; see [`Runtime::spawn`].
+    ///
+    /// ```
+    /// let rt = fibra::Runtime::new().unwrap();
+    /// let h = rt.handle().spawn(async { 1 });
+    /// assert_eq!(rt.block_on(h).unwrap(), 1);
+    /// ```
+    pub fn spawn<F>(&self, future: F) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.shared.spawn(future)
+    }
+
+    /// The handle of the runtime whose worker runs the current task, if any.
+    ///
+    /// ```
+    /// assert!(fibra::Handle::try_current().is_none());
+    /// fibra::run(async { assert!(fibra::Handle::try_current().is_some()) });
+    /// ```
+    pub fn try_current() -> Option<Handle> {
+        with_current(|ctx| {
+            ctx.map(|c| Handle {
+                shared: c.shared.clone(),
+            })
+        })
+    }
+}
+
+impl std::fmt::Debug for Handle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Handle").finish_non_exhaustive()
+    }
+}
+
+/// Spawns a task on the runtime running the current task.
+///
+/// # Panics
+///
+/// Outside a fibra runtime's worker: use [`Runtime::spawn`] or
+/// [`Handle::spawn`] there.
+///
+/// ```
+/// fibra::run(async {
+///     let h = fibra::spawn(async { 2 + 2 });
+///     assert_eq!(h.await.unwrap(), 4);
+/// });
+/// ```
+pub fn spawn<F>(future: F) -> JoinHandle<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    with_current(|ctx| match ctx {
+        Some(ctx) => ctx.shared.spawn(future),
+        None => panic!(
+            "fibra::spawn called outside a fibra runtime; use Runtime::spawn or Handle::spawn"
+        ),
+    })
+}
+
+/// Runs `future` on a new multi-thread runtime with default settings and
+/// returns its output: the entry point for programs that need no
+/// configuration.
+///
+/// # Panics
+///
+/// If the runtime cannot start its threads, or if `future` panics.
+///
+/// ```
+/// let v = fibra::run(async { fibra::spawn(async { 7 }).await.unwrap() });
+/// assert_eq!(v, 7);
+/// ```
+pub fn run<F>(future: F) -> F::Output
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    Runtime::new()
+        .expect("fibra::run: could not start the runtime's worker threads")
+        .block_on(future)
+}
+
+/// Yields to the other tasks of this worker: the task goes to the back of
+/// the run queue. Outside fibra's runtime it yields to the executor the same
+/// way (wake, then `Pending` once).
+///
+/// ```
+/// fibra::run(async {
+///     for _ in 0..3 {
+///         fibra::yield_now().await;
+///     }
+/// });
+/// ```
+pub async fn yield_now() {
+    struct YieldNow(bool);
+    impl Future for YieldNow {
+        type Output = ();
+        fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+            if self.0 {
+                return Poll::Ready(());
+            }
+            self.0 = true;
+            cx.waker().wake_by_ref();
+            Poll::Pending
+        }
+    }
+    YieldNow(false).await;
+}

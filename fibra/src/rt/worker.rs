@@ -1,0 +1,212 @@
+//! The worker loop: where tasks run.
+//!
+//! Each worker owns a FIFO run queue (stealable) and a LIFO "next" slot (not
+//! stealable). A task woken by the task running on this worker goes to `next`
+//! and runs as soon as the waker blocks or yields: a communicating pair stays
+//! on one core and hands off without touching any shared queue or the OS
+//! (Go's `runnext`; the parasite paper's migration to the point of
+//! synchronisation).
+//!
+//! Fairness: at most `MAX_NEXT_STREAK` tasks in a row come from `next`, then
+//! the `next` task goes to the back of the local queue, so a ping-pong pair
+//! cannot starve the queue; every `INJECTOR_INTERVAL` ticks the global
+//! injector is checked first, so spawns from outside cannot starve either.
+//!
+//! Idle: a worker with nothing to run searches (steals) for a few rounds,
+//! spinning between them, then registers as a sleeper, looks once more, and
+//! parks (see `idle.rs` for the wake-up protocol).
+
+use super::Shared;
+use super::task::TaskRef;
+use crossbeam_deque::{Steal, Worker as Deque};
+use std::cell::{Cell, RefCell};
+use std::sync::Arc;
+
+const MAX_NEXT_STREAK: u32 = 16;
+const INJECTOR_INTERVAL: u32 = 61;
+const SEARCH_ROUNDS: u32 = 8;
+
+pub(crate) struct WorkerCtx {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) index: usize,
+    local: Deque<TaskRef>,
+    next: RefCell<Option<TaskRef>>,
+    streak: Cell<u32>,
+    tick: Cell<u32>,
+}
+
+thread_local! {
+    static CURRENT: Cell<*const WorkerCtx> = const { Cell::new(std::ptr::null()) };
+}
+
+/// Runs `f` with the current thread's worker context, if it is a worker.
+pub(crate) fn with_current<R>(f: impl FnOnce(Option<&WorkerCtx>) -> R) -> R {
+    CURRENT.with(|c| {
+        let p = c.get();
+        // SAFETY: `CURRENT` points at a `WorkerCtx` on this thread's stack
+        // for exactly the duration of `WorkerCtx::enter`, and is reset
+        // before it goes away.
+        f(unsafe { p.as_ref() })
+    })
+}
+
+impl WorkerCtx {
+    pub(crate) fn new(shared: Arc<Shared>, index: usize, local: Deque<TaskRef>) -> Self {
+        Self {
+            shared,
+            index,
+            local,
+            next: RefCell::new(None),
+            streak: Cell::new(0),
+            tick: Cell::new(0),
+        }
+    }
+
+    /// Gives back the local queue (current-thread flavour, between
+    /// `block_on` calls).
+    pub(crate) fn into_local(self) -> Deque<TaskRef> {
+        if let Some(t) = self.next.into_inner() {
+            self.local.push(t);
+        }
+        self.local
+    }
+
+    /// Makes this the current thread's worker for the duration of `f`.
+    pub(crate) fn enter<R>(&self, f: impl FnOnce() -> R) -> R {
+        struct Reset(*const WorkerCtx);
+        impl Drop for Reset {
+            fn drop(&mut self) {
+                CURRENT.with(|c| c.set(self.0));
+                crate::op::forbid_blocking(None);
+            }
+        }
+        let prev = CURRENT.with(|c| c.replace(self));
+        crate::op::forbid_blocking(Some(
+            "fibra: a blocking call (`.perform()`, `*_blocking`, `fibra::block_on`) on a fibra \
+             runtime worker thread would stall every task on this worker; use `.await` instead \
+             (or move the blocking work to `fibra::spawn_blocking`)",
+        ));
+        let _reset = Reset(prev);
+        f()
+    }
+
+    /// Schedules a task woken by the task running here: into `next`.
+    pub(crate) fn schedule_next(&self, task: TaskRef) {
+        let displaced = self.next.borrow_mut().replace(task);
+        if let Some(old) = displaced {
+            self.local.push(old);
+            self.shared.notify_idle();
+        }
+    }
+
+    /// Schedules a task at the back of the local queue (spawn, yield).
+    pub(crate) fn schedule_back(&self, task: TaskRef) {
+        self.local.push(task);
+        self.shared.notify_idle();
+    }
+
+    fn next_task(&self) -> Option<TaskRef> {
+        let tick = self.tick.get().wrapping_add(1);
+        self.tick.set(tick);
+        if tick % INJECTOR_INTERVAL == 0 {
+            if let Some(t) = self.steal_injector() {
+                return Some(t);
+            }
+        }
+        let next = self.next.borrow_mut().take();
+        if let Some(t) = next {
+            if self.streak.get() < MAX_NEXT_STREAK {
+                self.streak.set(self.streak.get() + 1);
+                return Some(t);
+            }
+            // Give the queue a turn.
+            self.local.push(t);
+        }
+        self.streak.set(0);
+        self.local.pop().or_else(|| self.steal_injector())
+    }
+
+    fn steal_injector(&self) -> Option<TaskRef> {
+        loop {
+            match self.shared.injector.steal_batch_and_pop(&self.local) {
+                Steal::Success(t) => return Some(t),
+                Steal::Empty => return None,
+                Steal::Retry => {}
+            }
+        }
+    }
+
+    fn steal_others(&self) -> Option<TaskRef> {
+        let n = self.shared.stealers.len();
+        for k in 1..n {
+            let victim = &self.shared.stealers[(self.index + k) % n];
+            loop {
+                match victim.steal_batch_and_pop(&self.local) {
+                    Steal::Success(t) => return Some(t),
+                    Steal::Empty => break,
+                    Steal::Retry => {}
+                }
+            }
+        }
+        None
+    }
+
+    /// Looks for work elsewhere as a searcher (`already` if the idle
+    /// accounting already counts us as one).
+    fn search(&self, already: bool) -> Option<TaskRef> {
+        let idle = &self.shared.idle;
+        if !already && !idle.start_searching() {
+            return None;
+        }
+        let mut found = None;
+        let mut step = 0;
+        for _ in 0..SEARCH_ROUNDS {
+            found = self.steal_injector().or_else(|| self.steal_others());
+            if found.is_some() || self.shared.is_shutdown() {
+                break;
+            }
+            crate::loom::spin_wait(&mut step);
+        }
+        if idle.stop_searching() && found.is_some() {
+            // We were the last searcher and found work: there may be more,
+            // let another worker look.
+            self.shared.notify_idle();
+        }
+        found
+    }
+
+    /// Runs tasks until `done()` or shutdown.
+    pub(crate) fn run(&self, done: &dyn Fn() -> bool) {
+        let mut searching = false;
+        loop {
+            if done() || self.shared.is_shutdown() {
+                if searching {
+                    self.shared.idle.stop_searching();
+                }
+                return;
+            }
+            if let Some(task) = self.next_task() {
+                task.run();
+                continue;
+            }
+            if let Some(task) = self.search(searching) {
+                searching = false;
+                task.run();
+                continue;
+            }
+            searching = false;
+            // Final look, then sleep.
+            let idle = &self.shared.idle;
+            idle.register_sleeper(self.index);
+            if self.shared.has_work() || done() || self.shared.is_shutdown() {
+                if idle.unregister_sleeper(self.index) {
+                    continue;
+                }
+                // A waker picked us (and counts us as a searcher): take its
+                // token, then search.
+            }
+            self.shared.parkers[self.index].park(None);
+            searching = !self.shared.is_shutdown();
+        }
+    }
+}

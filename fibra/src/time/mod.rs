@@ -1,0 +1,222 @@
+//! Time as ops: [`after`], [`at`], [`sleep`] and [`timeout`].
+//!
+//! Time ops are first-class: use them in any choice, with the same
+//! cancellation guarantees as channel ops. They work everywhere — fibra's
+//! runtime, other executors, plain OS threads — through one process-wide
+//! timer thread driving a hashed timer wheel (`wheel.rs`: O(1) insert and
+//! cancel, one-millisecond resolution, never early).
+//!
+//! ```
+//! use fibra::{Op, choose, time};
+//! use std::time::Duration;
+//!
+//! let (_tx, rx) = fibra::channel::<u32>();
+//! // Wait for a message, but not for more than 10 ms.
+//! let got = choose((
+//!     rx.recv_op().wrap(|r| r.ok()),
+//!     time::after(Duration::from_millis(10)).wrap(|()| None),
+//! ))
+//! .perform();
+//! assert_eq!(got, None);
+//! ```
+
+mod wheel;
+
+use crate::op::{BlockCx, Choose, Op, Perform, Wrap, choose_biased, sealed::Sealed};
+use std::fmt;
+use std::pin::Pin;
+use std::time::{Duration, Instant};
+use wheel::{TimerKey, driver};
+
+/// An op that commits once `deadline` has passed: made by [`after`] and
+/// [`at`].
+#[derive(Debug)]
+#[must_use = "an op does nothing unless performed"]
+pub struct After {
+    deadline: Instant,
+    published: Option<TimerKey>,
+}
+
+/// The op that commits `d` from now (CML's `timeOutEvt`). The clock starts
+/// when `after` is called, not when the op is performed.
+///
+/// ```
+/// use fibra::{Op, time::after};
+/// use std::time::{Duration, Instant};
+///
+/// let t = Instant::now();
+/// after(Duration::from_millis(5)).perform();
+/// assert!(t.elapsed() >= Duration::from_millis(5));
+/// ```
+pub fn after(d: Duration) -> After {
+    at(Instant::now().checked_add(d).unwrap_or_else(far_future))
+}
+
+/// The op that commits at `deadline` (CML's `atTimeEvt`); at once if it
+/// has passed.
+///
+/// ```
+/// use fibra::{Op, time::at};
+/// use std::time::Instant;
+///
+/// assert!(at(Instant::now()).try_perform().is_ok());
+/// ```
+pub fn at(deadline: Instant) -> After {
+    After {
+        deadline,
+        published: None,
+    }
+}
+
+fn far_future() -> Instant {
+    // About 30 years: effectively never, without overflowing `Instant`.
+    Instant::now() + Duration::from_secs(86_400 * 365 * 30)
+}
+
+/// Waits for `d`, without blocking the thread: the future of performing
+/// [`after`]`(d)`.
+///
+/// ```
+/// use std::time::Duration;
+///
+/// fibra::run(async {
+///     fibra::time::sleep(Duration::from_millis(2)).await;
+/// });
+/// ```
+pub fn sleep(d: Duration) -> Perform<After> {
+    Perform::new(after(d))
+}
+
+impl After {
+    /// When the op commits.
+    pub fn deadline(&self) -> Instant {
+        self.deadline
+    }
+}
+
+impl Sealed for After {}
+impl Unpin for After {}
+
+impl Op for After {
+    type Output = ();
+
+    fn try_now(self: Pin<&mut Self>) -> Option<()> {
+        (Instant::now() >= self.deadline).then_some(())
+    }
+
+    fn block(self: Pin<&mut Self>, cx: BlockCx<'_>) {
+        let this = self.get_mut();
+        this.published = Some(driver().insert(this.deadline, cx));
+        // The record is published; a deadline reached meanwhile is fired by
+        // the driver's next pass (it always looks at past ticks).
+    }
+
+    fn finish(self: Pin<&mut Self>, _leaf: usize) {
+        // The driver removed our entry when it fired.
+        self.get_mut().published = None;
+    }
+
+    fn abandon(self: Pin<&mut Self>, leaf: usize) {
+        self.finish(leaf);
+    }
+
+    fn withdraw(self: Pin<&mut Self>) {
+        if let Some(key) = self.get_mut().published.take() {
+            driver().cancel(key);
+        }
+    }
+}
+
+crate::op::op_into_future! {
+    impl[] After;
+}
+
+/// The error of a [`timeout`] whose time ran out first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Elapsed;
+
+impl fmt::Display for Elapsed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("deadline elapsed")
+    }
+}
+
+impl std::error::Error for Elapsed {}
+
+type Ok<T> = fn(T) -> Result<T, Elapsed>;
+type Late<T> = fn(()) -> Result<T, Elapsed>;
+
+/// The op returned by [`timeout`].
+#[must_use = "an op does nothing unless performed"]
+pub struct Timeout<O: Op> {
+    inner: Choose<(Wrap<O, Ok<O::Output>>, Wrap<After, Late<O::Output>>)>,
+}
+
+/// `op`, unless `d` passes first: then `Err(Elapsed)` and `op` is withdrawn
+/// (nothing it carried is lost: a value it had received goes back to its
+/// channel if the perform is dropped). If both are ready, `op` wins.
+///
+/// ```
+/// use fibra::{Op, time::{Elapsed, timeout}};
+/// use std::time::Duration;
+///
+/// let (tx, rx) = fibra::bounded::<u8>(1);
+/// assert_eq!(timeout(rx.recv_op(), Duration::from_millis(5)).perform(), Err(Elapsed));
+/// tx.try_send(1).unwrap();
+/// assert_eq!(timeout(rx.recv_op(), Duration::from_millis(5)).perform(), Ok(Ok(1)));
+/// ```
+pub fn timeout<O: Op>(op: O, d: Duration) -> Timeout<O> {
+    Timeout {
+        inner: choose_biased((
+            op.wrap(Ok as Ok<O::Output>),
+            after(d).wrap((|()| Err(Elapsed)) as Late<O::Output>),
+        )),
+    }
+}
+
+impl<O: Op> Sealed for Timeout<O> {}
+
+impl<O: Op> Timeout<O> {
+    fn inner(
+        self: Pin<&mut Self>,
+    ) -> Pin<&mut Choose<(Wrap<O, Ok<O::Output>>, Wrap<After, Late<O::Output>>)>> {
+        // SAFETY: `inner` is structurally pinned and never moved.
+        unsafe { self.map_unchecked_mut(|t| &mut t.inner) }
+    }
+}
+
+impl<O: Op> Op for Timeout<O> {
+    type Output = Result<O::Output, Elapsed>;
+
+    fn leaves(&self) -> usize {
+        self.inner.leaves()
+    }
+
+    fn prepare(self: Pin<&mut Self>) {
+        self.inner().prepare();
+    }
+
+    fn try_now(self: Pin<&mut Self>) -> Option<Self::Output> {
+        self.inner().try_now()
+    }
+
+    fn block(self: Pin<&mut Self>, cx: BlockCx<'_>) {
+        self.inner().block(cx);
+    }
+
+    fn finish(self: Pin<&mut Self>, leaf: usize) -> Self::Output {
+        self.inner().finish(leaf)
+    }
+
+    fn abandon(self: Pin<&mut Self>, leaf: usize) {
+        self.inner().abandon(leaf);
+    }
+
+    fn withdraw(self: Pin<&mut Self>) {
+        self.inner().withdraw();
+    }
+}
+
+crate::op::op_into_future! {
+    impl[O: Op] Timeout<O>;
+}
