@@ -17,7 +17,15 @@ import (
 
 // workloads maps a subcommand to its entry point, which parses its own flags.
 var workloads = map[string]func(args []string){
-	"spsc": spsc,
+	"spsc":             spsc,
+	"chain":            chain,
+	"ping-pong":        pingPong,
+	"fan-out":          fanOut,
+	"diagonal":         diagonal,
+	"sieve":            sieve,
+	"spawn-join":       spawnJoin,
+	"idle-memory":      idleMemory,
+	"idle-memory-once": idleMemoryOnce,
 }
 
 func main() {

@@ -95,6 +95,7 @@ impl Spec {
             runner,
             note: None,
             extra: Params::new(),
+            measured: &[],
         }
     }
 }
@@ -115,6 +116,18 @@ pub enum Runner {
         /// Subcommand name, e.g. `spsc`.
         program: &'static str,
     },
+    /// Every run (the warm-up too) in a fresh process of this executable,
+    /// started as `fibra-bench __child <args>...`; the child does the work
+    /// once and prints one JSON line like the Go program's (see
+    /// `peers::child`). For measurements a long-lived process would blur,
+    /// such as resident memory.
+    Child {
+        /// Arguments after `__child`: the workload, the system, parameters.
+        args: Vec<String>,
+    },
+    /// The row cannot run in this build, for this reason (e.g. fibra's
+    /// runtime rows without the `fibra-rt` feature): it is skipped with a note.
+    Unavailable(&'static str),
 }
 
 /// One row to measure: a workload on a system.
@@ -130,6 +143,11 @@ pub struct Case {
     pub note: Option<&'static str>,
     /// Extra fields for this row in report.json (e.g. `peer_capacity`).
     pub extra: Params,
+    /// Figures every run reports besides its time and result (e.g.
+    /// `bytes_per_task`), for runners that report their own runs (Go,
+    /// child processes): the row gets their median over the timed runs as
+    /// an extra field, and a run that lacks one is an error.
+    pub measured: &'static [&'static str],
 }
 
 impl Case {
@@ -142,6 +160,12 @@ impl Case {
     /// Attaches an extra report field.
     pub fn with_extra(mut self, name: &'static str, value: impl Into<ParamValue>) -> Self {
         self.extra = self.extra.with(name, value);
+        self
+    }
+
+    /// Asks every run for the figures in `names` (see [`Self::measured`]).
+    pub fn with_measured(mut self, names: &'static [&'static str]) -> Self {
+        self.measured = names;
         self
     }
 

@@ -15,7 +15,8 @@ OPTIONS:
     --quick          tiny parameters: the whole suite runs in seconds (CI)
     --runs N         timed runs per row, after one warm-up run [default: 5]
     --json           print the report JSON on stdout instead of the table
-    --workers N      worker threads for fibra's own runtime (reserved; recorded in the report)
+    --workers N      workers of fibra's multi-thread runtime in the `fibra` rows
+                     [default: one per core] (`fibra-1` always has 1)
     --system NAME    run only systems whose name contains NAME (repeatable;
                      e.g. `--system fibra --system crossbeam`)
     --list           list the rows that would run, and exit
@@ -34,7 +35,7 @@ pub struct Options {
     pub runs: usize,
     /// Print the report JSON instead of the table.
     pub json: bool,
-    /// Worker count for fibra's runtime; reserved until the runtime exists.
+    /// Workers of fibra's multi-thread runtime in the `fibra` rows.
     pub workers: Option<usize>,
     /// Only list the selected rows.
     pub list: bool,

@@ -4,11 +4,11 @@
 use std::any::Any;
 use std::fmt;
 use std::panic::{self, AssertUnwindSafe};
-use std::path::Path;
 use std::time::Instant;
 
-use crate::case::{Case, RunFn, Runner, Spec};
+use crate::case::{Case, Params, RunFn, Runner, Spec};
 use crate::peers::go::GoPeer;
+use crate::peers::{PeerRun, child};
 use crate::report::Row;
 
 /// Median, min and max of the timed runs, in seconds.
@@ -133,9 +133,10 @@ impl Harness {
                 runner,
                 note,
                 extra,
+                measured,
             } = case;
-            match self.measure(&label, &spec, runner)? {
-                Samples::Timed(samples) => {
+            match self.measure(&label, &spec, runner, measured)? {
+                Samples::Timed(samples, figures) => {
                     let stats = Stats::from_samples(&samples);
                     eprintln!(
                         " {:.4} s (min {:.4}, max {:.4})",
@@ -148,6 +149,7 @@ impl Harness {
                         stats,
                         note,
                         extra,
+                        figures,
                     });
                 }
                 Samples::Skipped(reason) => {
@@ -162,25 +164,51 @@ impl Harness {
     }
 
     /// Runs one row with `runner`: warm-up, timed runs, checks.
-    fn measure(&mut self, label: &str, spec: &Spec, runner: Runner) -> Result<Samples, BenchError> {
+    fn measure(
+        &mut self,
+        label: &str,
+        spec: &Spec,
+        runner: Runner,
+        measured: &[&'static str],
+    ) -> Result<Samples, BenchError> {
+        let peer_error = |message| BenchError::Peer {
+            case: label.to_string(),
+            message,
+        };
         match runner {
-            Runner::InProcess(setup) => {
-                measure_in_process(label, spec, setup, self.runs).map(Samples::Timed)
-            }
+            Runner::InProcess(setup) => measure_in_process(label, spec, setup, self.runs)
+                .map(|samples| Samples::Timed(samples, Params::new())),
             Runner::Go { program } => match self.go.binary() {
                 Ok(binary) => {
-                    measure_go(label, spec, binary, program, self.runs).map(Samples::Timed)
+                    let reported = GoPeer::run(binary, program, &spec.params, self.runs)
+                        .map_err(peer_error)?;
+                    eprint!("{}", ".".repeat(reported.len()));
+                    check_reported(label, spec, measured, self.runs, &reported)
                 }
                 Err(reason) => Ok(Samples::Skipped(format!("go rows: {reason}"))),
             },
+            Runner::Child { args } => {
+                let mut reported = Vec::with_capacity(self.runs + 1);
+                for i in 0..=self.runs {
+                    let run = child::run_once(&args).map_err(peer_error)?;
+                    eprint!("."); // a fresh process per run: show each one
+                    reported.push(PeerRun {
+                        warmup: i == 0,
+                        ..run
+                    });
+                }
+                check_reported(label, spec, measured, self.runs, &reported)
+            }
+            Runner::Unavailable(reason) => Ok(Samples::Skipped(reason.to_string())),
         }
     }
 }
 
 /// What measuring a row gave.
 enum Samples {
-    /// Seconds of each timed run.
-    Timed(Vec<f64>),
+    /// Seconds of each timed run, and the medians of the figures the row
+    /// measures.
+    Timed(Vec<f64>, Params),
     /// The row cannot run here, for this reason.
     Skipped(String),
 }
@@ -215,22 +243,23 @@ fn measure_in_process(
     })
 }
 
-/// Runs the Go program (which does its own warm-up and timed runs) and
-/// checks every run it reports.
-fn measure_go(
+/// Checks the runs an external program reported (one warm-up, then `runs`
+/// timed runs, every result right, every figure in `measured` present) and
+/// returns the timed samples and the figures' medians (rounded) over the
+/// timed runs.
+fn check_reported(
     label: &str,
     spec: &Spec,
-    binary: &Path,
-    program: &str,
+    measured: &[&'static str],
     runs: usize,
-) -> Result<Vec<f64>, BenchError> {
+    reported: &[PeerRun],
+) -> Result<Samples, BenchError> {
     let peer_error = |message| BenchError::Peer {
         case: label.to_string(),
         message,
     };
-    let reported = GoPeer::run(binary, program, &spec.params, runs).map_err(peer_error)?;
     let warmups = reported.iter().filter(|r| r.warmup).count();
-    if warmups != 1 || reported.len() != runs + 1 {
+    if warmups != 1 || !reported[0].warmup || reported.len() != runs + 1 {
         return Err(peer_error(format!(
             "expected 1 warm-up and {runs} timed runs, got {reported:?}"
         )));
@@ -238,12 +267,22 @@ fn measure_go(
     let mut samples = Vec::with_capacity(runs);
     for (i, run) in reported.iter().enumerate() {
         verify(label, spec, i, run.result)?;
-        eprint!(".");
         if !run.warmup {
             samples.push(run.seconds);
         }
     }
-    Ok(samples)
+    let mut figures = Params::new();
+    for &name in measured {
+        let values = reported
+            .iter()
+            .filter(|run| !run.warmup)
+            .map(|run| run.figure(name))
+            .collect::<Option<Vec<f64>>>()
+            .ok_or_else(|| peer_error(format!("a run did not report `{name}`: {reported:?}")))?;
+        let median = Stats::from_samples(&values).median_s;
+        figures = figures.with(name, median.max(0.0).round() as u64);
+    }
+    Ok(Samples::Timed(samples, figures))
 }
 
 /// Checks the result of run `index` (0 is the warm-up).
@@ -341,6 +380,65 @@ mod tests {
         let case = spec(7).on(System::FibraThreads, on_threads(|| panic!("send failed")));
         let err = harness(1).run_all(vec![case]).unwrap_err().to_string();
         assert!(err.contains("fibra-threads panicked: send failed"), "{err}");
+    }
+
+    fn reported(results: &[(bool, u64, Option<f64>)]) -> Vec<PeerRun> {
+        results
+            .iter()
+            .map(|&(warmup, result, bytes)| PeerRun {
+                warmup,
+                seconds: 0.5,
+                result,
+                figures: bytes
+                    .map(|b| ("bytes_per_task".to_string(), b))
+                    .into_iter()
+                    .collect(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn reported_runs_give_samples_and_median_figures() {
+        let runs = reported(&[
+            (true, 7, Some(1.0)),
+            (false, 7, Some(300.0)),
+            (false, 7, Some(310.4)),
+            (false, 7, Some(900.0)),
+        ]);
+        let Ok(Samples::Timed(samples, figures)) =
+            check_reported("row", &spec(7), &["bytes_per_task"], 3, &runs)
+        else {
+            panic!("not timed");
+        };
+        assert_eq!(samples, [0.5; 3]);
+        assert_eq!(figures, Params::new().with("bytes_per_task", 310));
+    }
+
+    #[test]
+    fn reported_runs_are_checked() {
+        let wrong = reported(&[(true, 7, None), (false, 8, None)]);
+        let err = check_reported("row", &spec(7), &[], 1, &wrong)
+            .err()
+            .unwrap();
+        assert!(err.to_string().contains("WRONG RESULT"), "{err}");
+        let missing = reported(&[(true, 7, Some(1.0)), (false, 7, None)]);
+        let err = check_reported("row", &spec(7), &["bytes_per_task"], 1, &missing)
+            .err()
+            .unwrap();
+        assert!(err.to_string().contains("bytes_per_task"), "{err}");
+        let no_warmup = reported(&[(false, 7, None), (false, 7, None)]);
+        assert!(check_reported("row", &spec(7), &[], 1, &no_warmup).is_err());
+    }
+
+    #[test]
+    fn unavailable_rows_are_skipped_with_their_reason() {
+        let cases = vec![
+            spec(7).on(System::Fibra, Runner::Unavailable("no runtime")),
+            spec(7).on(System::FibraCt, Runner::Unavailable("no runtime")),
+        ];
+        let summary = harness(1).run_all(cases).unwrap();
+        assert!(summary.rows.is_empty());
+        assert_eq!(summary.skipped, ["no runtime"]);
     }
 
     #[test]

@@ -25,6 +25,9 @@ use report::Report;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().is_some_and(|a| a == peers::child::ARG) {
+        return peers::child::main(&args[1..]);
+    }
     match cli::parse(args.clone()) {
         Ok(Command::Help) => {
             print!("{}", cli::USAGE);
@@ -48,6 +51,7 @@ fn run(options: &Options, args: &[String]) -> Result<(), Box<dyn Error>> {
     let started = SystemTime::now();
     let config = workloads::Config {
         quick: options.quick,
+        workers: options.workers,
     };
     let all = workloads::all(&config);
     let not_yet = workloads::not_yet(&all);

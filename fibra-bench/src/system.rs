@@ -8,6 +8,13 @@ use std::fmt;
 /// (`fibra-threads` is fibra's channels used from plain OS threads).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum System {
+    /// fibra tasks on fibra's multi-thread runtime, default workers (one per
+    /// core, or `--workers`).
+    Fibra,
+    /// fibra tasks on fibra's multi-thread runtime with 1 worker.
+    Fibra1,
+    /// fibra tasks on fibra's current-thread runtime.
+    FibraCt,
     /// fibra channels between OS threads, blocking calls.
     FibraThreads,
     /// fibra channels between tasks of a tokio current-thread runtime.
@@ -20,6 +27,9 @@ pub enum System {
     FlumeThreads,
     /// tokio's own channels on a current-thread runtime.
     TokioCt,
+    /// tokio on a current-thread runtime, replies through a oneshot channel
+    /// sent with each request (tokio's best flavour of a round trip).
+    TokioCtOneshot,
     /// flume's async API on a tokio current-thread runtime.
     FlumeTokioCt,
     /// tokio's own channels on a 2-worker multi-thread runtime.
@@ -28,22 +38,31 @@ pub enum System {
     FlumeTokioMt,
     /// Goroutines and Go channels (a separate program, see `go/`).
     Go,
+    /// A reference, not a peer: the least a single-threaded executor can do
+    /// for the pattern (a hand-rolled executor polling two futures that hand
+    /// a value through a shared slot).
+    Floor,
 }
 
 impl System {
     /// The name used in the table and in report.json.
     pub const fn name(self) -> &'static str {
         match self {
+            Self::Fibra => "fibra",
+            Self::Fibra1 => "fibra-1",
+            Self::FibraCt => "fibra-ct",
             Self::FibraThreads => "fibra-threads",
             Self::FibraTokioCt => "fibra-tokio-ct",
             Self::FibraTokioMt => "fibra-tokio-mt",
             Self::Crossbeam => "crossbeam",
             Self::FlumeThreads => "flume-threads",
             Self::TokioCt => "tokio-ct",
+            Self::TokioCtOneshot => "tokio-ct-oneshot",
             Self::FlumeTokioCt => "flume-tokio-ct",
             Self::TokioMt => "tokio-mt",
             Self::FlumeTokioMt => "flume-tokio-mt",
             Self::Go => "go",
+            Self::Floor => "floor",
         }
     }
 
@@ -51,21 +70,39 @@ impl System {
     pub const fn is_fibra(self) -> bool {
         matches!(
             self,
-            Self::FibraThreads | Self::FibraTokioCt | Self::FibraTokioMt
+            Self::Fibra
+                | Self::Fibra1
+                | Self::FibraCt
+                | Self::FibraThreads
+                | Self::FibraTokioCt
+                | Self::FibraTokioMt
         )
     }
 
-    /// The fibra row a peer is compared with: fibra in the same execution
-    /// context (OS threads, tokio current-thread, tokio multi-thread).
-    /// Go has no such twin; it is compared with `fibra-threads` (both use
-    /// blocking calls from plain code) and, see [`Self::vs_best_fibra`], with
-    /// the fastest fibra row.
-    pub const fn baseline(self) -> Option<System> {
+    /// The fibra rows a peer is compared with, in order of preference: the
+    /// first one that was run for the same work is used.
+    ///
+    /// The first choice is fibra in the same execution context: OS-thread
+    /// peers against `fibra-threads`, tokio peers against fibra's channels on
+    /// the same tokio runtime (`fibra-tokio-ct` / `fibra-tokio-mt`). Where
+    /// those rows do not exist (the task workloads, which run fibra on its
+    /// own runtime), tokio-ct, tokio-ct-oneshot and the floor are compared
+    /// with `fibra-ct`, tokio-mt with `fibra`. Go (an M:N runtime on every
+    /// core) is compared with `fibra` first and `fibra-threads` second; see
+    /// also [`Self::vs_best_fibra`].
+    pub const fn baseline(self) -> &'static [System] {
         match self {
-            Self::Crossbeam | Self::FlumeThreads | Self::Go => Some(Self::FibraThreads),
-            Self::TokioCt | Self::FlumeTokioCt => Some(Self::FibraTokioCt),
-            Self::TokioMt | Self::FlumeTokioMt => Some(Self::FibraTokioMt),
-            Self::FibraThreads | Self::FibraTokioCt | Self::FibraTokioMt => None,
+            Self::Crossbeam | Self::FlumeThreads => &[Self::FibraThreads],
+            Self::Go => &[Self::Fibra, Self::FibraThreads],
+            Self::TokioCt | Self::FlumeTokioCt => &[Self::FibraTokioCt, Self::FibraCt],
+            Self::TokioCtOneshot | Self::Floor => &[Self::FibraCt],
+            Self::TokioMt | Self::FlumeTokioMt => &[Self::FibraTokioMt, Self::Fibra],
+            Self::Fibra
+            | Self::Fibra1
+            | Self::FibraCt
+            | Self::FibraThreads
+            | Self::FibraTokioCt
+            | Self::FibraTokioMt => &[],
         }
     }
 

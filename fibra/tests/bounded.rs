@@ -155,7 +155,10 @@ fn send_blocking_waits_while_full_on_os_threads() {
         })
     };
     std::thread::sleep(Duration::from_millis(50));
-    assert!(!done.load(Ordering::SeqCst), "third send did not wait for room");
+    assert!(
+        !done.load(Ordering::SeqCst),
+        "third send did not wait for room"
+    );
     assert_eq!(rx.len(), 2);
     assert_eq!(rx.recv_blocking(), Ok(0));
     t.join().unwrap();
@@ -176,7 +179,10 @@ fn recv_blocking_waits_for_a_value_on_os_threads() {
 #[test]
 fn huge_capacity_is_still_bounded() {
     let (tx, _rx) = bounded::<u8>(usize::MAX);
-    assert!(tx.capacity().is_some(), "bounded(usize::MAX) must not be unbounded");
+    assert!(
+        tx.capacity().is_some(),
+        "bounded(usize::MAX) must not be unbounded"
+    );
 }
 
 #[test]

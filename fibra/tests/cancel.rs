@@ -59,7 +59,11 @@ fn a_dropped_pending_choice_withdraws_every_branch() {
         assert!(poll_noop(fut.as_mut()).is_pending());
     }
     for (i, tx) in txs.iter().enumerate() {
-        assert_eq!(tx.try_send(1), Err(TrySendError::Full(1)), "branch {i} left a receiver");
+        assert_eq!(
+            tx.try_send(1),
+            Err(TrySendError::Full(1)),
+            "branch {i} left a receiver"
+        );
     }
 }
 
@@ -76,11 +80,18 @@ fn a_dropped_pending_send_withdraws_and_drops_its_value_once() {
             let mut send = pin!(tx.send(DropCount::new(99, &drops)));
             assert!(poll_noop(send.as_mut()).is_pending());
         }
-        assert_eq!(drops.load(Ordering::SeqCst), 1, "cap {cap}: the unsent value");
+        assert_eq!(
+            drops.load(Ordering::SeqCst),
+            1,
+            "cap {cap}: the unsent value"
+        );
         for i in 0..cap {
             assert_eq!(rx.try_recv().unwrap().value, i as u64);
         }
-        assert!(matches!(rx.try_recv(), Err(TryRecvError::Empty)), "cap {cap}");
+        assert!(
+            matches!(rx.try_recv(), Err(TryRecvError::Empty)),
+            "cap {cap}"
+        );
         assert_eq!(drops.load(Ordering::SeqCst), 1 + cap);
     }
 }
@@ -95,7 +106,11 @@ fn dropping_a_send_future_after_its_value_was_taken_keeps_it_delivered_once() {
         rx.try_recv().unwrap() // commits the send; its future is dropped unpolled
     };
     assert_eq!(got.value, 5);
-    assert_eq!(drops.load(Ordering::SeqCst), 0, "the delivered value was dropped");
+    assert_eq!(
+        drops.load(Ordering::SeqCst),
+        0,
+        "the delivered value was dropped"
+    );
     drop(got);
     assert_eq!(drops.load(Ordering::SeqCst), 1);
     assert!(matches!(rx.try_recv(), Err(TryRecvError::Empty)));
@@ -142,7 +157,10 @@ fn a_rescued_value_goes_to_a_receiver_already_waiting() {
         tx.try_send(3).unwrap(); // goes to `first`, the older waiter
         assert_eq!(wakes.count(), 0);
     }
-    assert!(wakes.count() >= 1, "the waiting receiver was not handed the value");
+    assert!(
+        wakes.count() >= 1,
+        "the waiting receiver was not handed the value"
+    );
     assert_eq!(poll_with(second.as_mut(), &waker), Poll::Ready(Ok(3)));
 }
 
@@ -167,7 +185,11 @@ fn a_received_value_in_a_dropped_choice_goes_back_to_its_own_channel() {
         let mut fut = pin!(choose((rx_a.recv_op(), rx_b.recv_op())).into_future());
         assert!(poll_noop(fut.as_mut()).is_pending());
         tx_b.try_send(8).unwrap();
-        assert_eq!(tx_a.try_send(1), Err(TrySendError::Full(1)), "choice committed twice");
+        assert_eq!(
+            tx_a.try_send(1),
+            Err(TrySendError::Full(1)),
+            "choice committed twice"
+        );
     }
     assert_eq!(rx_a.try_recv(), Err(TryRecvError::Empty));
     assert_eq!(rx_b.try_recv(), Ok(8));
@@ -224,6 +246,9 @@ fn select_cancelled_receives(make: fn() -> (fibra::Sender<Msg>, fibra::Receiver<
         prods.push(rt.spawn(async move {
             for s in 0..per {
                 tx.send(Msg::new(p * per + s, &ledger)).await.unwrap();
+                // Pace the sends so that receivers also have to wait (and
+                // get cancelled while waiting), even on unbounded channels.
+                tokio::task::yield_now().await;
             }
         }));
     }
@@ -233,6 +258,9 @@ fn select_cancelled_receives(make: fn() -> (fibra::Sender<Msg>, fibra::Receiver<
         std::thread::spawn(move || {
             for s in 0..per {
                 tx.send_blocking(Msg::new(p * per + s, &ledger)).unwrap();
+                if s % 8 == 0 {
+                    std::thread::yield_now();
+                }
             }
         })
     };
@@ -251,11 +279,12 @@ fn select_cancelled_receives(make: fn() -> (fibra::Sender<Msg>, fibra::Receiver<
                             r = rx.recv() => Some(r),
                             _ = tokio::task::yield_now() => None,
                         },
-                        1 => {
-                            tokio::time::timeout(std::time::Duration::from_micros(n % 50), rx.recv())
-                                .await
-                                .ok()
-                        }
+                        1 => tokio::time::timeout(
+                            std::time::Duration::from_micros(n % 50),
+                            rx.recv(),
+                        )
+                        .await
+                        .ok(),
                         _ => rx.recv().now_or_never(),
                     };
                     match r {
@@ -264,8 +293,16 @@ fn select_cancelled_receives(make: fn() -> (fibra::Sender<Msg>, fibra::Receiver<
                         }
                         Some(Err(RecvError)) => return,
                         None => {
+                            // Cancelled. Wait properly for the next one, so
+                            // that consumers do not spin the CPU away from
+                            // the producers.
                             cancelled.fetch_add(1, Ordering::Relaxed);
-                            tokio::task::yield_now().await;
+                            match rx.recv().await {
+                                Ok(m) => {
+                                    m.received();
+                                }
+                                Err(RecvError) => return,
+                            }
                         }
                     }
                 }
@@ -282,9 +319,14 @@ fn select_cancelled_receives(make: fn() -> (fibra::Sender<Msg>, fibra::Receiver<
             c.await.unwrap();
         }
     });
-    let summary = ledger.verify(0..producers * per).unwrap_or_else(|e| panic!("{e}"));
+    let summary = ledger
+        .verify(0..producers * per)
+        .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(summary.received, (producers * per) as usize);
-    assert!(cancelled.load(Ordering::Relaxed) > 0, "no receive was ever cancelled");
+    assert!(
+        cancelled.load(Ordering::Relaxed) > 0,
+        "no receive was ever cancelled"
+    );
 }
 
 #[test]
@@ -358,9 +400,14 @@ fn select_cancelled_sends(make: fn() -> (fibra::Sender<Msg>, fibra::Receiver<Msg
         consumer_task.await.unwrap();
     });
     consumer_thread.join().unwrap();
-    let summary = ledger.verify(0..producers * per).unwrap_or_else(|e| panic!("{e}"));
+    let summary = ledger
+        .verify(0..producers * per)
+        .unwrap_or_else(|e| panic!("{e}"));
     let completed = completed.load(Ordering::Relaxed);
-    assert!(summary.received >= completed, "a completed send was not received");
+    assert!(
+        summary.received >= completed,
+        "a completed send was not received"
+    );
     assert!(completed > 0, "no send ever completed");
 }
 

@@ -23,7 +23,11 @@ fn rendezvous_set(n: usize) -> (Vec<Sender<u32>>, Vec<Receiver<u32>>) {
 fn assert_no_waiting_receivers(txs: &[Sender<u32>], except: Option<usize>) {
     for (i, tx) in txs.iter().enumerate() {
         if Some(i) != except {
-            assert_eq!(tx.try_send(7), Err(TrySendError::Full(7)), "channel {i} still has a receiver");
+            assert_eq!(
+                tx.try_send(7),
+                Err(TrySendError::Full(7)),
+                "channel {i} still has a receiver"
+            );
         }
     }
 }
@@ -72,13 +76,20 @@ fn fair_choice_between_ready_channels_takes_from_both() {
         }
     }
     assert!((1_700..=2_300).contains(&a), "took {a} of 4000 from a");
-    assert_eq!(rx_a.len() + rx_b.len(), 6_000, "exactly one value per choice");
+    assert_eq!(
+        rx_a.len() + rx_b.len(),
+        6_000,
+        "exactly one value per choice"
+    );
 }
 
 #[test]
 fn biased_choice_always_takes_the_first_ready_branch() {
     for _ in 0..1_000 {
-        assert_eq!(choose_biased((never(), always(1), always(2), always(3))).perform(), 1);
+        assert_eq!(
+            choose_biased((never(), always(1), always(2), always(3))).perform(),
+            1
+        );
     }
     let (ctl_tx, ctl) = unbounded::<&str>();
     let (data_tx, data) = unbounded::<&str>();
@@ -87,7 +98,9 @@ fn biased_choice_always_takes_the_first_ready_branch() {
         data_tx.try_send("data").unwrap();
     }
     for i in 0..100 {
-        let got = choose_biased((ctl.recv_op(), data.recv_op())).perform().unwrap();
+        let got = choose_biased((ctl.recv_op(), data.recv_op()))
+            .perform()
+            .unwrap();
         assert_eq!(got, if i < 50 { "ctl" } else { "data" }, "at {i}");
     }
 }
@@ -108,13 +121,17 @@ fn biased_choice_falls_back_to_always_only_when_nothing_else_is_ready() {
 fn never_does_not_commit_alone_or_in_a_choice_of_nevers() {
     assert!(never::<u8>().try_perform().is_err());
     assert!(choose((never::<u8>(), never())).try_perform().is_err());
-    assert!(choose(Vec::<fibra::Never<u8>>::new()).try_perform().is_err());
+    assert!(
+        choose(Vec::<fibra::Never<u8>>::new())
+            .try_perform()
+            .is_err()
+    );
     let rt = common::tokio_ct();
     rt.block_on(async {
         let r = tokio::time::timeout(Duration::from_millis(20), never::<u8>()).await;
         assert!(r.is_err(), "never completed");
-        let r = tokio::time::timeout(Duration::from_millis(20), choose((never::<u8>(), never())))
-            .await;
+        let r =
+            tokio::time::timeout(Duration::from_millis(20), choose((never::<u8>(), never()))).await;
         assert!(r.is_err(), "a choice of nevers completed");
     });
 }
@@ -142,13 +159,20 @@ fn always_commits_at_once_with_its_value_and_wins_over_blocked_branches() {
 
 #[test]
 fn wrap_maps_the_result_and_nested_wraps_apply_in_order() {
-    let op = always(1).wrap(|x| x + 1).wrap(|x| x * 10).wrap(|x| format!("{x}"));
+    let op = always(1)
+        .wrap(|x| x + 1)
+        .wrap(|x| x * 10)
+        .wrap(|x| format!("{x}"));
     assert_eq!(op.perform(), "20");
 }
 
 #[test]
 fn only_the_winning_branch_runs_its_wrap() {
-    let runs = [AtomicUsize::new(0), AtomicUsize::new(0), AtomicUsize::new(0)];
+    let runs = [
+        AtomicUsize::new(0),
+        AtomicUsize::new(0),
+        AtomicUsize::new(0),
+    ];
     let (tx, rx) = bounded::<u32>(1);
     let (_tx2, rx2) = bounded::<u32>(1);
     tx.try_send(4).unwrap();
@@ -177,7 +201,9 @@ fn wrap_runs_on_the_performing_thread_after_a_remote_commit() {
     let (tx, rx) = channel::<u32>();
     let performer = std::thread::spawn(move || {
         let me = std::thread::current().id();
-        rx.recv_op().wrap(move |r| (r, std::thread::current().id() == me)).perform()
+        rx.recv_op()
+            .wrap(move |r| (r, std::thread::current().id() == me))
+            .perform()
     });
     std::thread::sleep(Duration::from_millis(20));
     tx.send_blocking(1).unwrap();
@@ -269,8 +295,11 @@ fn dynamic_choice_over_a_vec_of_a_thousand_receive_ops() {
     for k in [0, 1, 499, 998, 999] {
         let got = std::thread::scope(|s| {
             let chooser = s.spawn(|| {
-                let ops: Vec<_> =
-                    rxs.iter().enumerate().map(|(i, rx)| rx.recv_op().wrap(move |r| (i, r))).collect();
+                let ops: Vec<_> = rxs
+                    .iter()
+                    .enumerate()
+                    .map(|(i, rx)| rx.recv_op().wrap(move |r| (i, r)))
+                    .collect();
                 choose(ops).perform()
             });
             // Rendezvous: this waits until the chooser has published.
@@ -306,7 +335,11 @@ fn dynamic_choice_over_boxed_ops_of_different_types() {
                 }
                 ops.push(never().boxed());
                 for (i, tx) in out_txs.iter().enumerate() {
-                    ops.push(tx.send_op(1_000 + i as u32).wrap(move |_| Event::Sent(i)).boxed());
+                    ops.push(
+                        tx.send_op(1_000 + i as u32)
+                            .wrap(move |_| Event::Sent(i))
+                            .boxed(),
+                    );
                 }
                 choose(ops).perform()
             });
@@ -317,7 +350,11 @@ fn dynamic_choice_over_boxed_ops_of_different_types() {
         assert_eq!(got, (1_000 + k as u32, Event::Sent(k)));
         // The losing send branches delivered nothing, the receives absorb nothing.
         for (i, rx) in out_rxs.iter().enumerate() {
-            assert_eq!(rx.try_recv(), Err(TryRecvError::Empty), "send branch {i} leaked");
+            assert_eq!(
+                rx.try_recv(),
+                Err(TryRecvError::Empty),
+                "send branch {i} leaked"
+            );
         }
         assert_no_waiting_receivers(&in_txs, None);
     }
@@ -352,7 +389,11 @@ fn an_array_of_ops_is_a_choice() {
     let (_tx2, rx2) = bounded::<u32>(1);
     tx1.try_send(1).unwrap();
     assert_eq!(choose([rx1.recv_op(), rx2.recv_op()]).perform(), Ok(1));
-    assert!(choose([rx1.recv_op(), rx2.recv_op()]).try_perform().is_err());
+    assert!(
+        choose([rx1.recv_op(), rx2.recv_op()])
+            .try_perform()
+            .is_err()
+    );
 }
 
 // ----- nested choices -------------------------------------------------------
@@ -375,7 +416,11 @@ fn nested_choice_commits_exactly_the_leaf_that_became_ready_while_blocked() {
         let mut fut = pin!(fibra::Perform::new(nested(&rxs)));
         assert!(poll_noop(fut.as_mut()).is_pending());
         txs[k].try_send(100 + k as u32).unwrap();
-        assert_eq!(poll_noop(fut.as_mut()), Poll::Ready((k, 100 + k as u32)), "leaf {k}");
+        assert_eq!(
+            poll_noop(fut.as_mut()),
+            Poll::Ready((k, 100 + k as u32)),
+            "leaf {k}"
+        );
         assert_no_waiting_receivers(&txs, None);
     }
 }
@@ -397,7 +442,10 @@ fn nested_choice_commits_the_leaf_ready_at_perform_time() {
 #[test]
 fn a_send_and_a_receive_on_one_rendezvous_channel_never_commit_with_each_other() {
     let (tx, rx) = channel::<u32>();
-    let op = choose((tx.send_op(1).wrap(|_| "sent"), rx.recv_op().wrap(|_| "received")));
+    let op = choose((
+        tx.send_op(1).wrap(|_| "sent"),
+        rx.recv_op().wrap(|_| "received"),
+    ));
     assert!(op.try_perform().is_err(), "a choice committed with itself");
 
     // Blocking, with a timeout-like fallback branch that fires later: only
@@ -426,7 +474,10 @@ fn a_self_choice_in_async_code_times_out_instead_of_meeting_itself() {
     let rt = common::tokio_ct();
     let (tx, rx) = channel::<u32>();
     rt.block_on(async {
-        let op = choose((tx.send_op(1).wrap(|_| "sent"), rx.recv_op().wrap(|_| "received")));
+        let op = choose((
+            tx.send_op(1).wrap(|_| "sent"),
+            rx.recv_op().wrap(|_| "received"),
+        ));
         let r = tokio::time::timeout(Duration::from_millis(30), op).await;
         assert!(r.is_err(), "the choice committed with itself: {r:?}");
     });
@@ -438,7 +489,11 @@ fn a_self_choice_still_commits_with_another_party() {
     let (tx, rx) = channel::<u32>();
     let rx2 = rx.clone();
     let other = std::thread::spawn(move || rx2.recv_blocking());
-    let got = choose((tx.send_op(5).wrap(|r| r.is_ok()), rx.recv_op().wrap(|_| false))).perform();
+    let got = choose((
+        tx.send_op(5).wrap(|r| r.is_ok()),
+        rx.recv_op().wrap(|_| false),
+    ))
+    .perform();
     assert!(got, "the send branch should have met the other thread");
     assert_eq!(other.join().unwrap(), Ok(5));
 }
@@ -447,7 +502,9 @@ fn a_self_choice_still_commits_with_another_party() {
 
 fn picks(seed: u64) -> Vec<u32> {
     seed_choice_rng(seed);
-    (0..200).map(|_| choose((always(0), always(1), always(2), always(3))).perform()).collect()
+    (0..200)
+        .map(|_| choose((always(0), always(1), always(2), always(3))).perform())
+        .collect()
 }
 
 #[test]
@@ -498,7 +555,10 @@ fn try_perform_gives_back_the_op_with_its_value() {
 fn a_choice_that_failed_try_perform_can_be_performed_later() {
     let (tx_a, rx_a) = channel::<u32>();
     let (tx_b, rx_b) = channel::<u32>();
-    let op = choose((rx_a.recv_op().wrap(|r| ('a', r)), rx_b.recv_op().wrap(|r| ('b', r))));
+    let op = choose((
+        rx_a.recv_op().wrap(|r| ('a', r)),
+        rx_b.recv_op().wrap(|r| ('b', r)),
+    ));
     let op = op.try_perform().unwrap_err();
     // The failed attempt left no receiver behind.
     assert_eq!(tx_a.try_send(1), Err(TrySendError::Full(1)));
@@ -532,7 +592,11 @@ fn a_choice_of_a_send_and_a_receive_has_exactly_one_effect() {
         let sent = out_rx.try_recv().is_ok();
         let still_there = in_rx.try_recv().is_ok();
         assert_eq!(sent, which == 0);
-        assert_eq!(still_there, which == 0, "the losing receive consumed a value");
+        assert_eq!(
+            still_there,
+            which == 0,
+            "the losing receive consumed a value"
+        );
     }
     assert!(outcomes.iter().all(|&c| c > 100), "{outcomes:?}");
 }
@@ -542,7 +606,11 @@ fn a_send_branch_that_loses_while_blocked_delivers_nothing() {
     let (tx, rx) = channel::<u32>();
     let (wake_tx, wake_rx) = channel::<()>();
     let chooser = std::thread::spawn(move || {
-        choose((tx.send_op(1).wrap(|_| "sent"), wake_rx.recv_op().wrap(|_| "woken"))).perform()
+        choose((
+            tx.send_op(1).wrap(|_| "sent"),
+            wake_rx.recv_op().wrap(|_| "woken"),
+        ))
+        .perform()
     });
     std::thread::sleep(Duration::from_millis(20));
     wake_tx.send_blocking(()).unwrap();
@@ -560,8 +628,11 @@ fn a_choice_is_awaitable_in_tokio() {
             let mut got = Vec::new();
             for _ in 0..20 {
                 got.push(
-                    choose((rx_a.recv_op().wrap(|r| r.unwrap()), rx_b.recv_op().wrap(|r| r.unwrap())))
-                        .await,
+                    choose((
+                        rx_a.recv_op().wrap(|r| r.unwrap()),
+                        rx_b.recv_op().wrap(|r| r.unwrap()),
+                    ))
+                    .await,
                 );
             }
             got

@@ -22,8 +22,9 @@ fn flavours() -> [(&'static str, MakeChan); 4] {
     ]
 }
 
-fn string_flavours() -> [(&'static str, fn() -> (fibra::Sender<String>, fibra::Receiver<String>)); 3]
-{
+type MakeStringChan = fn() -> (fibra::Sender<String>, fibra::Receiver<String>);
+
+fn string_flavours() -> [(&'static str, MakeStringChan); 3] {
     [
         ("rendezvous", channel::<String>),
         ("bounded(2)", || bounded(2)),
@@ -44,7 +45,10 @@ fn receivers_drain_the_buffer_then_fail_after_all_senders_drop() {
             tx.try_send(i).unwrap();
         }
         drop(tx);
-        assert!(!rx.is_disconnected(), "values are left: not disconnected yet");
+        assert!(
+            !rx.is_disconnected(),
+            "values are left: not disconnected yet"
+        );
         assert_eq!(rx.try_recv(), Ok(0));
         assert_eq!(rx.recv_blocking(), Ok(1));
         assert_eq!(futures::executor::block_on(rx.recv()), Ok(2));
@@ -94,7 +98,10 @@ fn receivers_blocked_on_os_threads_are_woken_when_the_last_sender_drops() {
         let tx2 = tx.clone();
         drop(tx);
         std::thread::sleep(Duration::from_millis(10));
-        assert!(waiters.iter().all(|w| !w.is_finished()), "{name}: woken too early");
+        assert!(
+            waiters.iter().all(|w| !w.is_finished()),
+            "{name}: woken too early"
+        );
         drop(tx2);
         for w in waiters {
             assert_eq!(w.join().unwrap(), Err(RecvError), "{name}");
@@ -110,8 +117,15 @@ fn a_blocked_async_receiver_is_woken_by_close() {
         let mut recv = pin!(rx.recv());
         assert!(poll_with(recv.as_mut(), &waker).is_pending(), "{name}");
         drop(tx);
-        assert!(wakes.count() >= 1, "{name}: close did not wake the receiver");
-        assert_eq!(poll_with(recv.as_mut(), &waker), Poll::Ready(Err(RecvError)), "{name}");
+        assert!(
+            wakes.count() >= 1,
+            "{name}: close did not wake the receiver"
+        );
+        assert_eq!(
+            poll_with(recv.as_mut(), &waker),
+            Poll::Ready(Err(RecvError)),
+            "{name}"
+        );
     }
 }
 
@@ -130,7 +144,11 @@ fn a_blocked_choice_commits_the_branch_whose_channel_closed() {
     let (tx1, rx1) = channel::<u32>();
     let (_tx2, rx2) = channel::<u32>();
     let t = std::thread::spawn(move || {
-        choose((rx1.recv_op().wrap(|r| (1, r)), rx2.recv_op().wrap(|r| (2, r)))).perform()
+        choose((
+            rx1.recv_op().wrap(|r| (1, r)),
+            rx2.recv_op().wrap(|r| (2, r)),
+        ))
+        .perform()
     });
     std::thread::sleep(Duration::from_millis(20));
     drop(tx1);
@@ -156,7 +174,11 @@ fn every_send_form_returns_the_value_once_all_receivers_drop() {
             Err(TrySendError::Disconnected(v)) => assert_eq!(v, "try", "{name}"),
             other => panic!("{name}: expected Disconnected, got {other:?}"),
         }
-        let r = tx.send_op("op".into()).try_perform().ok().expect("decided now");
+        let r = tx
+            .send_op("op".into())
+            .try_perform()
+            .ok()
+            .expect("decided now");
         assert_eq!(r.unwrap_err().0, "op", "{name}");
         let r = tx.send_op("perform".into()).perform();
         assert_eq!(r.unwrap_err().0, "perform", "{name}");
@@ -198,7 +220,10 @@ fn a_sender_blocked_in_async_code_gets_its_value_back_when_receivers_drop() {
         let mut send = pin!(tx.send("waiting".to_string()));
         assert!(poll_with(send.as_mut(), &waker).is_pending(), "{name}");
         drop(rx);
-        assert!(wakes.count() >= 1, "{name}: blocked sender not woken by close");
+        assert!(
+            wakes.count() >= 1,
+            "{name}: blocked sender not woken by close"
+        );
         match poll_with(send.as_mut(), &waker) {
             Poll::Ready(Err(SendError(v))) => assert_eq!(v, "waiting", "{name}"),
             other => panic!("{name}: expected the value back, got {other:?}"),
@@ -224,7 +249,8 @@ fn a_blocked_send_branch_in_a_choice_returns_its_value_through_the_choice() {
     let (_other_tx, other_rx) = channel::<String>();
     let t = std::thread::spawn(move || {
         choose((
-            tx.send_op("branch value".to_string()).wrap(|r| r.map_err(|e| e.into_inner())),
+            tx.send_op("branch value".to_string())
+                .wrap(|r| r.map_err(|e| e.into_inner())),
             other_rx.recv_op().wrap(|_| Ok(())),
         ))
         .perform()
@@ -247,10 +273,17 @@ fn buffered_values_are_dropped_not_leaked_when_the_last_receiver_goes() {
         drop(rx);
         assert_eq!(drops.load(Ordering::SeqCst), 0, "a receiver is left");
         drop(rx2);
-        assert_eq!(drops.load(Ordering::SeqCst), 5, "buffered values leaked or double-dropped");
+        assert_eq!(
+            drops.load(Ordering::SeqCst),
+            5,
+            "buffered values leaked or double-dropped"
+        );
         assert_eq!(tx.len(), 0);
         // Later sends come back and are dropped by the caller, once.
-        let back = tx.try_send(DropCount::new(9, &drops)).unwrap_err().into_inner();
+        let back = tx
+            .try_send(DropCount::new(9, &drops))
+            .unwrap_err()
+            .into_inner();
         assert_eq!(back.value, 9);
         drop(back);
         assert_eq!(drops.load(Ordering::SeqCst), 6);
@@ -273,7 +306,11 @@ fn values_buffered_when_both_sides_drop_are_dropped_exactly_once() {
             drop(rx);
             drop(tx);
         }
-        assert_eq!(drops.load(Ordering::SeqCst), 100, "senders_first={senders_first}");
+        assert_eq!(
+            drops.load(Ordering::SeqCst),
+            100,
+            "senders_first={senders_first}"
+        );
     }
 }
 

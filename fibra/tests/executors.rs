@@ -44,15 +44,21 @@ async fn ponger_choosing(rx: Receiver<u64>, tx: Sender<u64>, quit: Receiver<()>)
 }
 
 type Pair = (Sender<u64>, Receiver<u64>);
+type MakePair = fn() -> Pair;
+/// The pinger's ends (send pings, receive pongs) and the ponger's.
+type Ends = ((Sender<u64>, Receiver<u64>), (Receiver<u64>, Sender<u64>));
 
-fn pairs(make: fn() -> Pair) -> ((Sender<u64>, Receiver<u64>), (Receiver<u64>, Sender<u64>)) {
+fn pairs(make: MakePair) -> Ends {
     let (ping_tx, ping_rx) = make();
     let (pong_tx, pong_rx) = make();
     ((ping_tx, pong_rx), (ping_rx, pong_tx))
 }
 
-fn flavours() -> [(&'static str, fn() -> Pair); 2] {
-    [("rendezvous", channel::<u64>), ("bounded(1)", || bounded(1))]
+fn flavours() -> [(&'static str, MakePair); 2] {
+    [
+        ("rendezvous", channel::<u64>),
+        ("bounded(1)", || bounded(1)),
+    ]
 }
 
 #[test]
@@ -88,7 +94,9 @@ fn ping_pong_on_futures_local_pool() {
         let mut pool = futures::executor::LocalPool::new();
         let spawner = pool.spawner();
         let pong = spawner.spawn_local_with_handle(ponger(prx, ptx)).unwrap();
-        let ping = spawner.spawn_local_with_handle(pinger(tx, rx, ROUNDS)).unwrap();
+        let ping = spawner
+            .spawn_local_with_handle(pinger(tx, rx, ROUNDS))
+            .unwrap();
         let (a, b) = pool.run_until(async { (ping.await, pong.await) });
         assert_eq!((a, b), (ROUNDS, ROUNDS), "{name}");
     }
@@ -98,8 +106,9 @@ fn ping_pong_on_futures_local_pool() {
 fn ping_pong_between_two_futures_joined_in_futures_block_on() {
     for (name, make) in flavours() {
         let ((tx, rx), (prx, ptx)) = pairs(make);
-        let (a, b) =
-            futures::executor::block_on(async { futures::join!(pinger(tx, rx, ROUNDS), ponger(prx, ptx)) });
+        let (a, b) = futures::executor::block_on(async {
+            futures::join!(pinger(tx, rx, ROUNDS), ponger(prx, ptx))
+        });
         assert_eq!((a, b), (ROUNDS, ROUNDS), "{name}");
     }
 }
@@ -108,7 +117,8 @@ fn ping_pong_between_two_futures_joined_in_futures_block_on() {
 fn ping_pong_between_two_futures_joined_in_fibra_block_on() {
     for (name, make) in flavours() {
         let ((tx, rx), (prx, ptx)) = pairs(make);
-        let (a, b) = fibra::block_on(async { futures::join!(pinger(tx, rx, ROUNDS), ponger(prx, ptx)) });
+        let (a, b) =
+            fibra::block_on(async { futures::join!(pinger(tx, rx, ROUNDS), ponger(prx, ptx)) });
         assert_eq!((a, b), (ROUNDS, ROUNDS), "{name}");
     }
 }
@@ -186,10 +196,18 @@ fn a_token_passes_around_a_ring_of_stages_on_different_executors() {
     let (txs, rxs): (Vec<_>, Vec<_>) = (0..4).map(|_| channel::<u64>()).unzip();
     let mut rxs = rxs.into_iter();
     let mut txs = txs.into_iter();
-    let (rx0, rx1, rx2, rx3) =
-        (rxs.next().unwrap(), rxs.next().unwrap(), rxs.next().unwrap(), rxs.next().unwrap());
-    let (tx0, tx1, tx2, tx3) =
-        (txs.next().unwrap(), txs.next().unwrap(), txs.next().unwrap(), txs.next().unwrap());
+    let (rx0, rx1, rx2, rx3) = (
+        rxs.next().unwrap(),
+        rxs.next().unwrap(),
+        rxs.next().unwrap(),
+        rxs.next().unwrap(),
+    );
+    let (tx0, tx1, tx2, tx3) = (
+        txs.next().unwrap(),
+        txs.next().unwrap(),
+        txs.next().unwrap(),
+        txs.next().unwrap(),
+    );
     let laps = 200;
     // Stage k receives on rx_k and sends on tx_{k+1}.
     let rt = common::tokio_mt();

@@ -5,8 +5,7 @@ mod common;
 
 use common::poll_noop;
 use fibra::{
-    Nack, Op, Perform, always, bounded, channel, choose, choose_biased, never, unbounded,
-    with_nack,
+    Nack, Op, Perform, always, bounded, channel, choose, choose_biased, never, unbounded, with_nack,
 };
 use std::pin::pin;
 use std::sync::Mutex;
@@ -46,7 +45,10 @@ fn the_nack_does_not_fire_when_its_branch_wins_at_once() {
     .perform();
     assert_eq!(got, "mine");
     assert_eq!(nacks.fired(), [false]);
-    assert!(nacks.take(0).try_perform().is_err(), "a winner's nack became ready");
+    assert!(
+        nacks.take(0).try_perform().is_err(),
+        "a winner's nack became ready"
+    );
 }
 
 #[test]
@@ -245,7 +247,11 @@ fn the_nack_fires_when_a_tokio_timeout_cancels_the_perform() {
             nacks.keep(n);
             rx.recv_op()
         });
-        assert!(tokio::time::timeout(Duration::from_millis(10), op).await.is_err());
+        assert!(
+            tokio::time::timeout(Duration::from_millis(10), op)
+                .await
+                .is_err()
+        );
     });
     assert_eq!(nacks.fired(), [true]);
 }
@@ -271,8 +277,10 @@ fn the_nack_fires_when_tokio_select_picks_another_branch() {
 
 // ----- the nack in use: a server learns that its client gave up --------------
 
+#[derive(Debug)]
 enum Outcome {
     Replied,
+    ClientHungUp,
     Abandoned,
 }
 
@@ -284,8 +292,14 @@ type Request = (fibra::Sender<u32>, Nack);
 fn serve_one(requests: fibra::Receiver<Request>, gate: fibra::Receiver<()>) -> Outcome {
     let (reply, nack) = requests.recv_blocking().unwrap();
     gate.recv_blocking().unwrap();
-    choose((reply.send_op(42).wrap(|_| Outcome::Replied), nack.wrap(|_| Outcome::Abandoned)))
-        .perform()
+    choose((
+        reply.send_op(42).wrap(|r| match r {
+            Ok(()) => Outcome::Replied,
+            Err(_) => Outcome::ClientHungUp,
+        }),
+        nack.wrap(|_| Outcome::Abandoned),
+    ))
+    .perform()
 }
 
 #[test]
@@ -307,7 +321,8 @@ fn a_server_replies_when_the_client_waits_for_the_answer() {
     });
     gate_tx.send_blocking(()).unwrap();
     assert_eq!(client.join().unwrap(), Some(42));
-    assert!(matches!(server.join().unwrap(), Outcome::Replied));
+    let outcome = server.join().unwrap();
+    assert!(matches!(outcome, Outcome::Replied), "{outcome:?}");
 }
 
 #[test]
@@ -317,6 +332,9 @@ fn a_server_on_another_thread_learns_through_the_nack_that_the_client_gave_up() 
     let server = std::thread::spawn(move || serve_one(req_rx, gate_rx));
     let (reply_tx, reply_rx) = channel::<u32>();
     let (give_up_tx, give_up_rx) = channel::<()>();
+    // Keep the reply channel open after the client leaves: the server must
+    // learn that the client gave up from the nack, not from a closed channel.
+    let _reply_rx_alive = reply_rx.clone();
     let client = std::thread::spawn(move || {
         choose((
             with_nack(|n| {
@@ -332,7 +350,8 @@ fn a_server_on_another_thread_learns_through_the_nack_that_the_client_gave_up() 
     assert_eq!(client.join().unwrap(), None);
     // Now let the server try to answer: only the nack can commit.
     gate_tx.send_blocking(()).unwrap();
-    assert!(matches!(server.join().unwrap(), Outcome::Abandoned));
+    let outcome = server.join().unwrap();
+    assert!(matches!(outcome, Outcome::Abandoned), "{outcome:?}");
 }
 
 #[test]
@@ -342,7 +361,11 @@ fn a_server_task_waiting_on_the_nack_is_woken_when_the_client_loses() {
     let server = rt.spawn(async move {
         let (reply, nack) = req_rx.recv().await.unwrap();
         // Wait for whichever comes first; the client never receives.
-        choose((reply.send_op(1).wrap(|_| "replied"), nack.wrap(|_| "abandoned"))).await
+        choose((
+            reply.send_op(1).wrap(|_| "replied"),
+            nack.wrap(|_| "abandoned"),
+        ))
+        .await
     });
     let (reply_tx, _reply_rx) = channel::<u32>();
     let (give_up_tx, give_up_rx) = channel::<()>();

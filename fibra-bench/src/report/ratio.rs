@@ -1,10 +1,12 @@
 //! Ratios: peer median / fibra median for the same work (> 1: fibra is
 //! faster).
 //!
-//! * `vs_fibra`: against the fibra row of the peer's execution context
-//!   ([`System::baseline`]): OS-thread peers and Go against
-//!   `fibra-threads`, tokio current-thread peers against `fibra-tokio-ct`,
-//!   tokio multi-thread peers against `fibra-tokio-mt`.
+//! * `vs_fibra`: against the first of the peer's [`System::baseline`] rows
+//!   that was run for the same work: fibra in the peer's execution context
+//!   where that row exists (OS-thread peers against `fibra-threads`, tokio
+//!   peers against fibra's channels on the same tokio runtime), else fibra
+//!   on its own runtime (tokio-ct, tokio-ct-oneshot and the floor against
+//!   `fibra-ct`; tokio-mt and Go against `fibra`).
 //! * `vs_best_fibra`: for Go only ([`System::vs_best_fibra`]), against the
 //!   fastest fibra row of the same work.
 //!
@@ -48,7 +50,8 @@ fn row_ratios(row: &Row, rows: &[Row]) -> RowRatios {
     let vs_fibra = row
         .system
         .baseline()
-        .and_then(|baseline| fibra_rows().find(|f| f.system == baseline))
+        .iter()
+        .find_map(|&baseline| fibra_rows().find(|f| f.system == baseline))
         .map(ratio_to);
     let vs_best_fibra = if row.system.vs_best_fibra() {
         fibra_rows()
@@ -101,5 +104,29 @@ mod tests {
                 value: 2.0
             })
         );
+    }
+
+    #[test]
+    fn task_workloads_compare_with_fibra_on_its_own_runtime() {
+        let rows = [
+            row("a", System::Fibra, 1.0),
+            row("a", System::Fibra1, 2.0),
+            row("a", System::FibraCt, 0.5),
+            row("a", System::TokioCt, 1.0),
+            row("a", System::TokioCtOneshot, 0.5),
+            row("a", System::TokioMt, 3.0),
+            row("a", System::Go, 2.0),
+            row("a", System::Floor, 0.25),
+        ];
+        let r = ratios(&rows);
+        let vs = |i: usize| r[i].vs_fibra.map(|x| (x.fibra, x.value));
+        assert_eq!(vs(1), None, "fibra rows have no ratio");
+        assert_eq!(vs(3), Some((System::FibraCt, 2.0)));
+        assert_eq!(vs(4), Some((System::FibraCt, 1.0)));
+        assert_eq!(vs(5), Some((System::Fibra, 3.0)));
+        assert_eq!(vs(6), Some((System::Fibra, 2.0)));
+        assert_eq!(vs(7), Some((System::FibraCt, 0.5)));
+        let best = r[6].vs_best_fibra.unwrap();
+        assert_eq!((best.fibra, best.value), (System::FibraCt, 4.0));
     }
 }

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use super::{Report, ratios};
 
 /// Column headers; numeric columns are right-aligned.
-const HEADERS: [&str; 10] = [
+const HEADERS: [&str; 11] = [
     "group",
     "workload",
     "params",
@@ -16,20 +16,26 @@ const HEADERS: [&str; 10] = [
     "ns/op",
     "vs fibra",
     "vs best fibra",
+    "measured",
 ];
+/// Numeric columns: right-aligned.
 const FIRST_NUMERIC: usize = 4;
+const LAST_NUMERIC: usize = 10;
 
 /// What the ratio columns mean, printed under the table.
 const LEGEND: &str = "\
 ratios = peer median / fibra median for the same workload and params (> 1: fibra is faster)
-  vs fibra:      the fibra row of the same context: crossbeam, flume-threads, go vs fibra-threads;
-                 tokio-ct, flume-tokio-ct vs fibra-tokio-ct; tokio-mt, flume-tokio-mt vs fibra-tokio-mt
+  vs fibra:      the fibra row of the same context: crossbeam, flume-threads vs fibra-threads;
+                 tokio-ct, flume-tokio-ct vs fibra-tokio-ct; tokio-mt, flume-tokio-mt vs fibra-tokio-mt;
+                 where fibra runs on its own runtime (task workloads): tokio-ct, tokio-ct-oneshot vs fibra-ct,
+                 tokio-mt vs fibra; go vs fibra, else fibra-threads
+  floor:         a reference, not a peer: a hand-rolled single-threaded executor (vs fibra-ct; < 1 is expected)
   vs best fibra: go only, vs the fastest fibra row (named)";
 
 /// The table of measured rows, a legend, and the rows' footnotes.
 pub fn render_table(report: &Report) -> String {
     let mut notes: Vec<&str> = Vec::new();
-    let mut lines: Vec<Option<[String; 10]>> = Vec::new(); // None: a gap between workloads
+    let mut lines: Vec<Option<[String; 11]>> = Vec::new(); // None: a gap between workloads
     for (i, (row, ratios)) in report.rows.iter().zip(ratios(&report.rows)).enumerate() {
         if i > 0 && !row.same_work(&report.rows[i - 1]) {
             lines.push(None);
@@ -60,6 +66,7 @@ pub fn render_table(report: &Report) -> String {
             ratios
                 .vs_best_fibra
                 .map_or(String::new(), |r| format!("{:.2} ({})", r.value, r.fibra)),
+            row.figures.to_string(),
         ]));
     }
 
@@ -78,7 +85,7 @@ pub fn render_table(report: &Report) -> String {
         };
         let mut line = String::new();
         for (i, (cell, width)) in cells.iter().zip(widths).enumerate() {
-            if i >= FIRST_NUMERIC {
+            if (FIRST_NUMERIC..LAST_NUMERIC).contains(&i) {
                 write!(line, "{cell:>width$}  ").unwrap();
             } else {
                 write!(line, "{cell:<width$}  ").unwrap();
@@ -136,6 +143,7 @@ fn ns(v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::case::Params;
     use crate::report::tests::row;
     use crate::system::System;
     use std::time::SystemTime;
@@ -155,15 +163,19 @@ mod tests {
         report.rows.push(row("spsc", System::FibraTokioCt, 0.5));
         let mut peer = row("spsc", System::TokioCt, 1.0);
         peer.note = Some("tokio has no rendezvous");
+        peer.figures = Params::new().with("bytes_per_task", 300);
         report.rows.push(peer);
         report.rows.push(row("other", System::Go, 1.0));
         let text = render_table(&report);
         let lines: Vec<&str> = text.lines().collect();
         assert!(lines[0].starts_with("group"), "{text}");
         assert!(
-            lines[2].contains("tokio-ct [1]") && lines[2].ends_with("2.00"),
+            lines[2].contains("tokio-ct [1]")
+                && lines[2].contains(" 2.00 ")
+                && lines[2].ends_with("  bytes_per_task=300"),
             "{text}"
         );
+        assert!(lines[0].ends_with("vs best fibra  measured"), "{text}");
         assert_eq!(lines[3], "", "a gap between workloads: {text}");
         assert!(text.contains("[1] tokio has no rendezvous"), "{text}");
         report.not_yet = vec![("fibers", vec!["chain", "sieve"])];

@@ -2,23 +2,65 @@
 //!
 //! Adding a workload: write a module with a `cases(&Config) -> Vec<Case>`
 //! (one [`crate::case::Spec`] per parameter set, [`crate::case::Spec::on`]
-//! per system), add it to [`all`], and, for a Go peer, a subcommand of the
+//! per system; [`crate::exec::fibra_rows!`] for the rows on fibra's own
+//! runtime), add it to [`all`], and, for a Go peer, a subcommand of the
 //! program in `go/`. Its name then drops out of the "not yet" list.
+//! A workload whose runs need a fresh process each
+//! ([`crate::case::Runner::Child`]) also answers in [`run_child`].
 
+mod chain;
+mod diagonal;
+mod fan_out;
+mod floor;
+mod idle_memory;
+mod ping_pong;
+mod sieve;
+mod spawn_join;
 mod spsc;
 
 use crate::case::Case;
 
 /// Settings that size the workloads.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 pub struct Config {
     /// Tiny parameters (`--quick`).
     pub quick: bool,
+    /// `--workers`: workers of the `fibra` row's runtime (default: one per
+    /// core).
+    pub workers: Option<usize>,
+}
+
+impl Config {
+    /// `full` in a full run, `quick` with `--quick`.
+    pub fn size(&self, full: u64, quick: u64) -> u64 {
+        if self.quick { quick } else { full }
+    }
 }
 
 /// Every row of the suite, in table order.
 pub fn all(config: &Config) -> Vec<Case> {
-    spsc::cases(config)
+    [
+        chain::cases(config),
+        ping_pong::cases(config),
+        fan_out::cases(config),
+        diagonal::cases(config),
+        sieve::cases(config),
+        spsc::cases(config),
+        spawn_join::cases(config),
+        idle_memory::cases(config),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+/// A child process's run (see [`crate::peers::child`]): `args` name the
+/// workload, then what it needs. Returns the line to print.
+pub fn run_child(args: &[String]) -> Result<String, String> {
+    match args.split_first() {
+        Some((workload, rest)) if workload == idle_memory::WORKLOAD => idle_memory::child(rest),
+        _ => Err(format!("no child workload in {args:?}")),
+    }
 }
 
 /// Every workload BENCHMARKS.md asks for, by group.
@@ -100,7 +142,10 @@ mod tests {
     #[test]
     fn rows_are_well_formed() {
         for quick in [true, false] {
-            let cases = all(&Config { quick });
+            let cases = all(&Config {
+                quick,
+                workers: None,
+            });
             assert!(!cases.is_empty());
             for case in &cases {
                 let groups: Vec<&str> = CATALOGUE.iter().map(|(g, _)| *g).collect();
@@ -113,9 +158,52 @@ mod tests {
 
     #[test]
     fn not_yet_lists_what_is_missing() {
-        let missing = not_yet(&all(&Config { quick: true }));
-        assert_eq!(missing[0], ("fibers", CATALOGUE[0].1.to_vec()));
+        let missing = not_yet(&all(&Config {
+            quick: true,
+            workers: None,
+        }));
+        assert!(missing.iter().all(|(g, _)| *g != "fibers"), "{missing:?}");
+        assert_eq!(missing[0], ("racket", CATALOGUE[1].1.to_vec()));
         let general = missing.iter().find(|(g, _)| *g == "general").unwrap();
-        assert!(general.1.contains(&"timers"));
+        assert_eq!(general.1, ["timers", "wake-latency"]);
+    }
+
+    #[test]
+    fn every_task_workload_has_the_fibra_runtime_rows_and_its_peers() {
+        let cases = all(&Config::default());
+        let names = ["chain", "ping-pong", "fan-out", "diagonal", "sieve"]
+            .into_iter()
+            .map(|w| ("fibers", w))
+            .chain([("general", "spawn-join"), ("general", "idle-memory")]);
+        for (group, workload) in names {
+            let systems: Vec<&str> = cases
+                .iter()
+                .filter(|c| c.spec.group == group && c.spec.workload == workload)
+                .map(|c| c.system.name())
+                .collect();
+            for system in ["fibra", "fibra-1", "fibra-ct", "tokio-ct", "tokio-mt", "go"] {
+                assert!(systems.contains(&system), "{workload}: no {system} row");
+            }
+        }
+    }
+
+    #[test]
+    fn rows_compared_with_each_other_do_the_same_work() {
+        // Rows of one workload with equal params must agree on ops and result.
+        let cases = all(&Config::default());
+        for a in &cases {
+            for b in &cases {
+                if a.spec.workload == b.spec.workload && a.spec.params == b.spec.params {
+                    assert_eq!(a.spec.ops, b.spec.ops, "{}", a.label());
+                    assert_eq!(a.spec.expected, b.spec.expected, "{}", a.label());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn child_dispatch_rejects_unknown_workloads() {
+        assert!(run_child(&["nope".to_string()]).is_err());
+        assert!(run_child(&[]).is_err());
     }
 }

@@ -15,12 +15,12 @@ use crate::system::System;
 use crate::workloads::Config;
 
 /// Messages per run in a full run.
-const MESSAGES: u64 = 1_000_000;
+const MESSAGES: u64 = 100_000;
 /// Messages per run with `--quick`.
 const QUICK_MESSAGES: u64 = 10_000;
 
 /// Why tokio rows of `spsc-rendezvous` use capacity 1.
-const TOKIO_NOTE: &str =
+pub(super) const TOKIO_NOTE: &str =
     "tokio mpsc has no rendezvous channel (capacity must be > 0): tokio rows use capacity 1";
 
 /// The rows of both workloads.
@@ -249,7 +249,10 @@ mod tests {
 
     #[test]
     fn tokio_rendezvous_rows_say_they_use_capacity_1() {
-        let cases = cases(&Config { quick: true });
+        let cases = cases(&Config {
+            quick: true,
+            workers: None,
+        });
         let tokio_rendezvous: Vec<&Case> = cases
             .iter()
             .filter(|c| c.spec.workload == "spsc-rendezvous")

@@ -25,6 +25,7 @@
 //! owner's opstate to `BUSY` — never by two at once.
 
 use crate::loom::{AtomicUsize, Lock, LockGuard, Ordering, UnsafeCell};
+use crate::op::state::OpState;
 use crate::op::waiter::{Found, Seeker, WaitQueue};
 use std::collections::VecDeque;
 use std::task::Waker;
@@ -254,18 +255,9 @@ impl<T> Chan<T> {
             let v = st.buf.pop_front().expect("non-empty");
             // SAFETY: claimed or unpublished.
             unsafe { put(mine, v) };
-            // Room freed: move the first blocked sender's value in. This is
-            // that sender's commit, made on its behalf; skip our own records.
-            let mut waker = None;
-            if st.buf.len() < self.cap {
-                if let Found::Partner(w) = st.sendq.find_partner(seeker.on_behalf()) {
-                    // SAFETY: we won the sender's opstate (`BUSY`).
-                    st.buf
-                        .push_back(unsafe { take(w.slot()) }.expect("sender's value"));
-                    waker = w.op().finish_remote(w.leaf());
-                }
-            }
-            return Received::Done(waker);
+            // The caller commits itself, then refills the buffer from a
+            // blocked sender (`refill_locked`): never while holding `C`.
+            return Received::Done(None);
         }
         match st.sendq.find_partner(seeker) {
             Found::Partner(w) => {
@@ -283,6 +275,30 @@ impl<T> Chan<T> {
             };
         }
         Received::NotReady
+    }
+
+    /// After a receive took a value out of the buffer (and its performer
+    /// committed itself, so it holds no claim): moves the first blocked
+    /// sender's value into the freed room. This is that sender's commit,
+    /// made on its behalf; records of `skip` (the receiver's own perform)
+    /// are not matched. Returns the sender's waker.
+    pub(crate) fn refill_locked(&self, st: &mut State<T>, skip: Option<&OpState>) -> Option<Waker> {
+        if st.buf.len() >= self.cap {
+            return None;
+        }
+        let seeker = Seeker {
+            me: skip,
+            claim: false,
+        };
+        match st.sendq.find_partner(seeker) {
+            Found::Partner(w) => {
+                // SAFETY: we won the sender's opstate (`BUSY`).
+                st.buf
+                    .push_back(unsafe { take(w.slot()) }.expect("sender's value"));
+                w.op().finish_remote(w.leaf())
+            }
+            Found::Nobody | Found::SelfSynced => None,
+        }
     }
 
     /// Gives back a value whose receiving perform was dropped after the

@@ -112,8 +112,10 @@ impl<T> Op for RecvOp<'_, T> {
         // SAFETY: unpublished: the slot is ours.
         match unsafe { chan.recv_locked(&mut st, slot, Seeker::FREE) } {
             Received::Done(waker) => {
+                let refilled = chan.refill_locked(&mut st, None);
                 drop(st);
                 wake(waker);
+                wake(refilled);
                 Some(self.take_result())
             }
             Received::Disconnected => Some(Err(RecvError)),
@@ -133,8 +135,10 @@ impl<T> Op for RecvOp<'_, T> {
             Received::Done(waker) => {
                 st.recvq.remove(reg);
                 cx.state.commit_own(cx.leaf);
+                let refilled = chan.refill_locked(&mut st, Some(cx.state));
                 drop(st);
                 wake(waker);
+                wake(refilled);
             }
             Received::Disconnected => {
                 st.recvq.remove(reg);

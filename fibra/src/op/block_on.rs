@@ -12,7 +12,12 @@ use std::sync::Arc as StdArc;
 use std::task::{Context, Poll, Wake, Waker};
 
 struct ThreadWaker {
+    #[cfg(not(loom))]
     thread: thread::Thread,
+    /// Under loom, a notification object of this perform's own, so a late
+    /// wake (see `park`) can only ever release this `block_on`.
+    #[cfg(loom)]
+    notify: loom::sync::Notify,
     notified: AtomicBool,
 }
 
@@ -24,7 +29,10 @@ impl Wake for ThreadWaker {
     fn wake_by_ref(self: &StdArc<Self>) {
         // Release pairs with the Acquire swap in `block_on`.
         if !self.notified.swap(true, Ordering::Release) {
+            #[cfg(not(loom))]
             self.thread.unpark();
+            #[cfg(loom)]
+            self.notify.notify();
         }
     }
 }
@@ -54,6 +62,23 @@ pub(crate) fn forbid_blocking(why: Option<&'static str>) {
 pub(crate) fn check_blocking_allowed() {
     if let Some(why) = FORBIDDEN.with(std::cell::Cell::get) {
         panic!("{why}");
+    }
+}
+
+/// Parks the thread until woken (possibly spuriously).
+///
+/// Under loom the thread waits on the waker's own `Notify` instead of
+/// `thread::park`: a wake can arrive after the perform it was for already
+/// completed (the remote stores `SYNCED`, then wakes), and loom would let
+/// such a late `unpark` release the thread from whatever it blocks on next (a
+/// lock, a join), which real threads never do.
+fn park(parker: &ThreadWaker) {
+    #[cfg(loom)]
+    parker.notify.wait();
+    #[cfg(not(loom))]
+    {
+        let _ = parker;
+        thread::park();
     }
 }
 
@@ -102,7 +127,7 @@ pub fn block_on<F: Future>(future: F) -> F::Output {
     let parker = PARKER.with(StdArc::clone);
     #[cfg(loom)]
     let parker = StdArc::new(ThreadWaker {
-        thread: thread::current(),
+        notify: loom::sync::Notify::new(),
         notified: AtomicBool::new(false),
     });
     let waker = Waker::from(parker.clone());
@@ -117,7 +142,7 @@ pub fn block_on<F: Future>(future: F) -> F::Output {
         // Acquire pairs with the Release swap in `wake_by_ref`.
         if !spin_for_wake(&parker.notified) {
             while !parker.notified.swap(false, Ordering::Acquire) {
-                thread::park();
+                park(&parker);
             }
         }
     }

@@ -130,14 +130,6 @@ impl<'a> Seeker<'a> {
         }
     }
 
-    /// A commit on the channel's behalf by a party that may hold `C`.
-    pub(crate) fn on_behalf(self) -> Self {
-        Self {
-            me: self.me,
-            claim: false,
-        }
-    }
-
     /// Claims the seeker's own opstate (`W -> C`) before it commits with a
     /// partner. `Err` means some other branch of the seeker already
     /// committed: it must stop.

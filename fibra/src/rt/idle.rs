@@ -13,8 +13,7 @@
 //!   a searcher exists (it will find the work), which keeps OS wake-ups off
 //!   the hand-off path.
 
-use crate::loom::{AtomicUsize, Mutex, Ordering, lock};
-use std::sync::atomic::fence;
+use crate::loom::{AtomicUsize, Mutex, Ordering, fence, lock};
 
 pub(crate) struct Idle {
     searching: AtomicUsize,

@@ -413,3 +413,6 @@ pub async fn yield_now() {
     }
     YieldNow(false).await;
 }
+
+#[cfg(all(test, loom))]
+mod loom_models;

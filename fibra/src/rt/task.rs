@@ -132,8 +132,94 @@ struct JoinState<T> {
     waiters: WaitQueue<()>,
 }
 
+/// The scheduling state word of a task (module docs), with its transitions.
+pub(crate) struct TaskState(AtomicUsize);
+
+/// What the runner must do after a poll returned `Pending`.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum AfterPoll {
+    /// Nothing: the task waits for a wake.
+    Idle,
+    /// Woken (or aborted) during the poll: queue it again.
+    Requeue,
+}
+
+impl TaskState {
+    /// A new task, `NOTIFIED` (its spawner queues it).
+    pub(crate) fn new() -> Self {
+        Self(AtomicUsize::new(NOTIFIED))
+    }
+
+    /// Sets `NOTIFIED`; returns whether the caller must queue the task.
+    /// AcqRel: the queueing party's later push publishes the task to the
+    /// runner, and the runner's Acquire in `start_run` sees every write
+    /// before it.
+    pub(crate) fn notify(&self) -> bool {
+        let mut s = self.0.load(Ordering::Relaxed);
+        loop {
+            if s & (COMPLETE | NOTIFIED) != 0 {
+                return false;
+            }
+            match self
+                .0
+                .compare_exchange_weak(s, s | NOTIFIED, Ordering::AcqRel, Ordering::Relaxed)
+            {
+                Ok(_) => return s & RUNNING == 0,
+                Err(actual) => s = actual,
+            }
+        }
+    }
+
+    /// Requests an abort; the caller then `notify`s.
+    pub(crate) fn set_abort(&self) {
+        self.0.fetch_or(ABORT, Ordering::AcqRel);
+    }
+
+    /// Runner, taking the task from a queue: `NOTIFIED -> RUNNING`. Returns
+    /// `None` if already complete, else whether an abort was requested.
+    pub(crate) fn start_run(&self) -> Option<bool> {
+        let s = self.0.fetch_xor(NOTIFIED | RUNNING, Ordering::AcqRel);
+        debug_assert_eq!(
+            s & (NOTIFIED | RUNNING),
+            NOTIFIED,
+            "run of a task not queued"
+        );
+        if s & COMPLETE != 0 {
+            return None;
+        }
+        Some(s & ABORT != 0)
+    }
+
+    /// Runner, after a `Pending` poll: releases `RUNNING`.
+    pub(crate) fn end_run_pending(&self) -> AfterPoll {
+        let s = self.0.fetch_and(!RUNNING, Ordering::AcqRel);
+        if s & NOTIFIED != 0 {
+            // A wake during the poll saw RUNNING and left the queueing to us.
+            return AfterPoll::Requeue;
+        }
+        if s & ABORT != 0 && self.notify() {
+            return AfterPoll::Requeue;
+        }
+        AfterPoll::Idle
+    }
+
+    /// Runner, after the future finished: releases `RUNNING`.
+    pub(crate) fn end_run_complete(&self) {
+        self.0.fetch_and(!RUNNING, Ordering::AcqRel);
+    }
+
+    /// Marks the output published. Release pairs with `is_complete`.
+    pub(crate) fn set_complete(&self) {
+        self.0.fetch_or(COMPLETE, Ordering::Release);
+    }
+
+    pub(crate) fn is_complete(&self) -> bool {
+        self.0.load(Ordering::Acquire) & COMPLETE != 0
+    }
+}
+
 pub(crate) struct Task<F: Future> {
-    state: AtomicUsize,
+    state: TaskState,
     id: u64,
     shared: Arc<Shared>,
     future: UnsafeCell<Option<F>>,
@@ -155,7 +241,7 @@ where
     /// A new task, already `NOTIFIED` (the spawner queues it).
     pub(crate) fn new(future: F, id: u64, shared: Arc<Shared>) -> Arc<Self> {
         Arc::new(Task {
-            state: AtomicUsize::new(NOTIFIED),
+            state: TaskState::new(),
             id,
             shared,
             future: UnsafeCell::new(Some(future)),
@@ -168,35 +254,14 @@ where
         })
     }
 
-    /// Sets `NOTIFIED`; returns whether the caller must queue the task.
-    /// AcqRel: the queueing party's later push publishes the task to the
-    /// runner, and the runner's Acquire `start` sees every write before it.
-    fn notify(&self) -> bool {
-        let mut s = self.state.load(Ordering::Relaxed);
-        loop {
-            if s & (COMPLETE | NOTIFIED) != 0 {
-                return false;
-            }
-            match self.state.compare_exchange_weak(
-                s,
-                s | NOTIFIED,
-                Ordering::AcqRel,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => return s & RUNNING == 0,
-                Err(actual) => s = actual,
-            }
-        }
-    }
-
     fn wake_arc(self: Arc<Self>) {
-        if self.notify() {
+        if self.state.notify() {
             Shared::schedule(self);
         }
     }
 
     pub(crate) fn abort(self: &Arc<Self>) {
-        self.state.fetch_or(ABORT, Ordering::AcqRel);
+        self.state.set_abort();
         self.clone().wake_arc();
     }
 
@@ -214,7 +279,7 @@ where
             j.waiters.commit_all(&mut wakers);
             (j.waker.take(), wakers, dropped)
         };
-        self.state.fetch_or(COMPLETE, Ordering::Release);
+        self.state.set_complete();
         self.shared.tasks.remove(self.id);
         drop(dropped);
         waker.into_iter().chain(wakers).for_each(Waker::wake);
@@ -255,18 +320,11 @@ where
     F::Output: Send + 'static,
 {
     fn run(self: Arc<Self>) {
-        // Take ownership of the future: NOTIFIED -> RUNNING. Acquire pairs
-        // with the waker's AcqRel notify and the previous runner's release.
-        let s = self.state.fetch_xor(NOTIFIED | RUNNING, Ordering::AcqRel);
-        debug_assert_eq!(
-            s & (NOTIFIED | RUNNING),
-            NOTIFIED,
-            "run of a task not queued"
-        );
-        if s & COMPLETE != 0 {
+        // Take ownership of the future: NOTIFIED -> RUNNING.
+        let Some(aborted) = self.state.start_run() else {
             return;
-        }
-        let result = if s & ABORT != 0 {
+        };
+        let result = if aborted {
             Some(Err(JoinError::Cancelled))
         } else {
             self.poll_once()
@@ -282,17 +340,13 @@ where
                     Ok(()) => output,
                     Err(p) => Err(JoinError::Panicked(p)),
                 };
-                self.state.fetch_and(!RUNNING, Ordering::AcqRel);
+                self.state.end_run_complete();
                 self.complete(output);
             }
             None => {
                 // Release the future; if woken during the poll (or asked to
                 // abort), go again, at the back of the queue.
-                let s = self.state.fetch_and(!RUNNING, Ordering::AcqRel);
-                if s & (NOTIFIED | ABORT) != 0 {
-                    if s & NOTIFIED == 0 && !self.notify() {
-                        return;
-                    }
+                if self.state.end_run_pending() == AfterPoll::Requeue {
                     Shared::schedule_yield(self);
                 }
             }
@@ -433,7 +487,7 @@ where
     }
 
     fn is_finished(&self) -> bool {
-        self.state.load(Ordering::Acquire) & COMPLETE != 0
+        self.state.is_complete()
     }
 
     fn detach(&self) {

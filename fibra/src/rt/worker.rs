@@ -198,12 +198,12 @@ impl WorkerCtx {
             // Final look, then sleep.
             let idle = &self.shared.idle;
             idle.register_sleeper(self.index);
-            if self.shared.has_work() || done() || self.shared.is_shutdown() {
-                if idle.unregister_sleeper(self.index) {
-                    continue;
-                }
-                // A waker picked us (and counts us as a searcher): take its
-                // token, then search.
+            // If a waker picked us meanwhile (unregister fails), it counts us
+            // as a searcher and its token is on the way: park takes it.
+            if (self.shared.has_work() || done() || self.shared.is_shutdown())
+                && idle.unregister_sleeper(self.index)
+            {
+                continue;
             }
             self.shared.parkers[self.index].park(None);
             searching = !self.shared.is_shutdown();

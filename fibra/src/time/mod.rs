@@ -145,11 +145,16 @@ impl std::error::Error for Elapsed {}
 
 type Ok<T> = fn(T) -> Result<T, Elapsed>;
 type Late<T> = fn(()) -> Result<T, Elapsed>;
+/// The choice a `Timeout` is made of: the op first, then the deadline.
+type TimeoutChoice<O> = Choose<(
+    Wrap<O, Ok<<O as Op>::Output>>,
+    Wrap<After, Late<<O as Op>::Output>>,
+)>;
 
 /// The op returned by [`timeout`].
 #[must_use = "an op does nothing unless performed"]
 pub struct Timeout<O: Op> {
-    inner: Choose<(Wrap<O, Ok<O::Output>>, Wrap<After, Late<O::Output>>)>,
+    inner: TimeoutChoice<O>,
 }
 
 /// `op`, unless `d` passes first: then `Err(Elapsed)` and `op` is withdrawn
@@ -177,9 +182,7 @@ pub fn timeout<O: Op>(op: O, d: Duration) -> Timeout<O> {
 impl<O: Op> Sealed for Timeout<O> {}
 
 impl<O: Op> Timeout<O> {
-    fn inner(
-        self: Pin<&mut Self>,
-    ) -> Pin<&mut Choose<(Wrap<O, Ok<O::Output>>, Wrap<After, Late<O::Output>>)>> {
+    fn inner(self: Pin<&mut Self>) -> Pin<&mut TimeoutChoice<O>> {
         // SAFETY: `inner` is structurally pinned and never moved.
         unsafe { self.map_unchecked_mut(|t| &mut t.inner) }
     }

@@ -144,7 +144,7 @@ pub fn with_watchdog<R: Send + 'static>(
 /// livelock), naming the seed and the count reached.
 pub fn with_progress_watchdog(
     what: &str,
-    seed: u64,
+    seed: Option<u64>,
     stall: Duration,
     f: impl FnOnce(&AtomicUsize) + Send + 'static,
 ) {
@@ -160,14 +160,16 @@ pub fn with_progress_watchdog(
         if now != last.0 {
             last = (now, std::time::Instant::now());
         } else if last.1.elapsed() > stall {
-            panic!(
-                "{what}: stuck for {stall:?} at step {now} (hang or livelock); seed {seed} \
-                 (replay with FIBRA_STRESS_SEED={seed})"
-            );
+            let seed = seed.map_or(String::new(), |s| {
+                format!("; seed {s} (replay with FIBRA_STRESS_SEED={s})")
+            });
+            panic!("{what}: stuck for {stall:?} at step {now} (hang or livelock){seed}");
         }
     }
     if let Err(p) = worker.join() {
-        eprintln!("{what}: FAILED with seed {seed} (FIBRA_STRESS_SEED={seed})");
+        if let Some(seed) = seed {
+            eprintln!("{what}: FAILED with seed {seed} (FIBRA_STRESS_SEED={seed})");
+        }
         std::panic::resume_unwind(p);
     }
 }
@@ -284,7 +286,11 @@ impl Ledger {
         if s.bad == 0 {
             Ok(s)
         } else {
-            Err(format!("{} bad messages ({s:?}):\n{}", s.bad, problems.join("\n")))
+            Err(format!(
+                "{} bad messages ({s:?}):\n{}",
+                s.bad,
+                problems.join("\n")
+            ))
         }
     }
 }
@@ -576,24 +582,23 @@ pub fn ping_pong_thread_and_task(make: MakeChan, rounds: u64) {
 // A waker whose first clone runs a hook.
 // ---------------------------------------------------------------------------
 
-/// Runs `hook` the first time the waker is cloned. A perform clones the waker
-/// of its first poll between its optimistic try and its block phase, so the
-/// hook runs exactly there: tests use it to change the world (or to line two
-/// performs up) between the two phases. Waking does nothing: the owner polls.
-pub struct HookWaker {
-    hook: std::sync::Mutex<Option<Box<dyn FnOnce() + Send>>>,
+/// A waker that runs `hook` the first time it is cloned. A perform clones the
+/// waker of its first poll between its optimistic try and its block phase, so
+/// the hook runs exactly there: tests use it to change the world (or to line
+/// two performs up) between the two phases. Waking does nothing: the owner
+/// polls.
+pub fn hook_waker(hook: impl FnOnce() + Send + 'static) -> Waker {
+    let data = Arc::new(HookWaker {
+        hook: std::sync::Mutex::new(Some(Box::new(hook))),
+    });
+    let raw = std::task::RawWaker::new(Arc::into_raw(data).cast(), &HOOK_VTABLE);
+    // SAFETY: the vtable below upholds the RawWaker contract: the data
+    // pointer is an `Arc<HookWaker>` and each function manages its count.
+    unsafe { Waker::from_raw(raw) }
 }
 
-impl HookWaker {
-    pub fn new(hook: impl FnOnce() + Send + 'static) -> Waker {
-        let data = Arc::new(HookWaker {
-            hook: std::sync::Mutex::new(Some(Box::new(hook))),
-        });
-        let raw = std::task::RawWaker::new(Arc::into_raw(data).cast(), &HOOK_VTABLE);
-        // SAFETY: the vtable below upholds the RawWaker contract: the data
-        // pointer is an `Arc<HookWaker>` and each function manages its count.
-        unsafe { Waker::from_raw(raw) }
-    }
+struct HookWaker {
+    hook: std::sync::Mutex<Option<Box<dyn FnOnce() + Send>>>,
 }
 
 static HOOK_VTABLE: std::task::RawWakerVTable =

@@ -1,0 +1,89 @@
+//! Child processes: rows whose every run happens in a fresh process of this
+//! executable ([`crate::case::Runner::Child`]), for figures a long-lived
+//! process would blur. Resident memory is one: memory freed by one run stays
+//! mapped in the process (allocators keep it), so a second run in the same
+//! process would seem to need none.
+//!
+//! `fibra-bench __child <workload> <args>...` does the work once and prints
+//! one JSON line in the format of the Go peer (see [`super::parse_run`]);
+//! the harness starts it once for the warm-up and once per timed run.
+
+use std::process::{Command, ExitCode};
+
+use serde_json::{Map, Value, json};
+
+use super::{PeerRun, parse_run};
+
+/// The first argument that makes this executable a child.
+pub const ARG: &str = "__child";
+
+/// Starts `fibra-bench __child <args>...` and returns the run it reports.
+pub fn run_once(args: &[String]) -> Result<PeerRun, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find this executable: {e}"))?;
+    let output = Command::new(&exe)
+        .arg(ARG)
+        .args(args)
+        .output()
+        .map_err(|e| format!("cannot start {}: {e}", exe.display()))?;
+    if !output.status.success() {
+        return Err(format!(
+            "`{} {ARG} {}` exited with {}: {}",
+            exe.display(),
+            args.join(" "),
+            output.status,
+            String::from_utf8_lossy(&output.stderr).trim()
+        ));
+    }
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let mut lines = stdout.lines().filter(|line| !line.trim().is_empty());
+    match (lines.next(), lines.next()) {
+        (Some(line), None) => parse_run(line),
+        _ => Err(format!("expected one line from the child, got: {stdout:?}")),
+    }
+}
+
+/// The line a child prints: its time, its result and its figures.
+pub fn line(seconds: f64, result: u64, figures: &[(&str, f64)]) -> String {
+    let mut object = Map::new();
+    object.insert("warmup".into(), json!(false));
+    object.insert("seconds".into(), json!(seconds));
+    object.insert("result".into(), json!(result));
+    for &(name, value) in figures {
+        object.insert(name.into(), json!(value));
+    }
+    Value::Object(object).to_string()
+}
+
+/// What `main` does when the first argument is [`ARG`]: runs the child
+/// named by `args` and prints its line.
+pub fn main(args: &[String]) -> ExitCode {
+    match crate::workloads::run_child(args) {
+        Ok(line) => {
+            println!("{line}");
+            ExitCode::SUCCESS
+        }
+        Err(message) => {
+            eprintln!("fibra-bench {ARG} {}: {message}", args.join(" "));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_child_line_parses_as_a_run() {
+        let run = parse_run(&line(0.5, 42, &[("bytes_per_task", 300.25)])).unwrap();
+        assert_eq!(
+            run,
+            PeerRun {
+                warmup: false,
+                seconds: 0.5,
+                result: 42,
+                figures: vec![("bytes_per_task".into(), 300.25)],
+            }
+        );
+    }
+}

@@ -1,0 +1,101 @@
+//! loom models of the runtime's lock-free parts: a task's state word and the
+//! idle workers' sleep/wake protocol (see `chan/loom_models.rs` to run).
+
+use super::idle::Idle;
+use super::park::Parker;
+use super::task::{AfterPoll, TaskState};
+use crate::chan::loom_models::model;
+use crate::loom::{Arc, AtomicBool, AtomicUsize, Ordering, thread};
+
+#[test]
+fn loom_wake_during_poll_is_never_lost_nor_doubled() {
+    // A runner polls the task (it returns Pending) while another thread
+    // wakes it. Exactly one party queues it again: the waker if the poll was
+    // over, the runner if it was not.
+    model(|| {
+        let st = Arc::new(TaskState::new());
+        let queued = Arc::new(AtomicUsize::new(0));
+        assert_eq!(st.start_run(), Some(false));
+        let (s2, q2) = (st.clone(), queued.clone());
+        let waker = thread::spawn(move || {
+            if s2.notify() {
+                q2.fetch_add(1, Ordering::SeqCst);
+            }
+        });
+        if st.end_run_pending() == AfterPoll::Requeue {
+            queued.fetch_add(1, Ordering::SeqCst);
+        }
+        waker.join().unwrap();
+        assert_eq!(queued.load(Ordering::SeqCst), 1);
+    });
+}
+
+#[test]
+fn loom_abort_during_poll_requeues_once() {
+    model(|| {
+        let st = Arc::new(TaskState::new());
+        let queued = Arc::new(AtomicUsize::new(0));
+        assert_eq!(st.start_run(), Some(false));
+        let (s2, q2) = (st.clone(), queued.clone());
+        let aborter = thread::spawn(move || {
+            s2.set_abort();
+            if s2.notify() {
+                q2.fetch_add(1, Ordering::SeqCst);
+            }
+        });
+        if st.end_run_pending() == AfterPoll::Requeue {
+            queued.fetch_add(1, Ordering::SeqCst);
+        }
+        aborter.join().unwrap();
+        assert_eq!(queued.load(Ordering::SeqCst), 1);
+        assert_eq!(st.start_run(), Some(true), "the next run sees the abort");
+    });
+}
+
+#[test]
+fn loom_wakes_after_completion_do_nothing() {
+    model(|| {
+        let st = Arc::new(TaskState::new());
+        assert_eq!(st.start_run(), Some(false));
+        let s2 = st.clone();
+        let waker = thread::spawn(move || s2.notify());
+        st.end_run_complete();
+        st.set_complete();
+        let queued_by_waker = waker.join().unwrap();
+        // A wake racing completion may queue the task once; its run then
+        // sees COMPLETE and does nothing.
+        if queued_by_waker {
+            assert_eq!(st.start_run(), None);
+        }
+        assert!(!st.notify());
+    });
+}
+
+#[test]
+fn loom_idle_worker_never_sleeps_through_new_work() {
+    // A worker found nothing and goes to sleep while a pusher publishes work
+    // and looks for a sleeper to wake. Either the worker's final look sees
+    // the work, or the pusher wakes it: it never sleeps forever (loom would
+    // report the deadlock).
+    model(|| {
+        let idle = Arc::new(Idle::new(2));
+        let parker = Arc::new(Parker::default());
+        let work = Arc::new(AtomicBool::new(false));
+        let (i2, p2, w2) = (idle.clone(), parker.clone(), work.clone());
+        let pusher = thread::spawn(move || {
+            w2.store(true, Ordering::SeqCst);
+            if let Some(index) = i2.worker_to_wake() {
+                assert_eq!(index, 0);
+                p2.unpark();
+            }
+        });
+        idle.register_sleeper(0);
+        if work.load(Ordering::SeqCst) && idle.unregister_sleeper(0) {
+            // Saw the work in the final look.
+        } else {
+            parker.park(None);
+            assert!(work.load(Ordering::SeqCst));
+        }
+        pusher.join().unwrap();
+    });
+}

@@ -1,0 +1,282 @@
+//! Behaviour of fibra's runtime: spawn, join, abort, panics, flavours,
+//! blocking misuse, shutdown.
+
+use fibra::{JoinError, Op, Runtime, choose};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+fn flavours() -> Vec<(&'static str, Runtime)> {
+    vec![
+        (
+            "multi-thread",
+            Runtime::builder().workers(2).build().unwrap(),
+        ),
+        (
+            "multi-thread-1",
+            Runtime::builder().workers(1).build().unwrap(),
+        ),
+        (
+            "current-thread",
+            Runtime::builder().current_thread().build().unwrap(),
+        ),
+    ]
+}
+
+#[test]
+fn spawn_and_join_return_outputs_on_every_flavour() {
+    for (name, rt) in flavours() {
+        let sum = rt.block_on(async {
+            let hs: Vec<_> = (0..1000u64)
+                .map(|i| fibra::spawn(async move { i * 2 }))
+                .collect();
+            let mut sum = 0;
+            for h in hs {
+                sum += h.await.unwrap();
+            }
+            sum
+        });
+        assert_eq!(sum, 999 * 1000, "{name}");
+    }
+}
+
+#[test]
+fn spawn_from_outside_the_runtime_runs_on_it() {
+    let rt = Runtime::builder().workers(2).build().unwrap();
+    let h = rt.spawn(async { fibra::Handle::try_current().is_some() });
+    assert!(fibra::block_on(h).unwrap());
+    let handle = rt.handle();
+    let from_thread = std::thread::spawn(move || fibra::block_on(handle.spawn(async { 9 })));
+    assert_eq!(from_thread.join().unwrap().unwrap(), 9);
+}
+
+#[test]
+fn a_panicking_task_yields_join_error_and_the_runtime_survives() {
+    for (name, rt) in flavours() {
+        rt.block_on(async move {
+            let h = fibra::spawn(async { panic!("task failed on purpose") });
+            let err = h.await.unwrap_err();
+            assert!(err.is_panic(), "{name}");
+            assert!(
+                err.to_string().contains("task failed on purpose"),
+                "{name}: {err}"
+            );
+            assert_eq!(fibra::spawn(async { 5 }).await.unwrap(), 5, "{name}");
+        });
+    }
+}
+
+#[test]
+fn abort_cancels_a_waiting_task_and_drops_its_future() {
+    struct CountDrop(Arc<AtomicUsize>);
+    impl Drop for CountDrop {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    let drops = Arc::new(AtomicUsize::new(0));
+    let rt = Runtime::builder().workers(2).build().unwrap();
+    let d = drops.clone();
+    rt.block_on(async move {
+        let (_tx, rx) = fibra::channel::<u32>();
+        let guard = CountDrop(d.clone());
+        let h = fibra::spawn(async move {
+            let _g = guard;
+            rx.recv().await
+        });
+        fibra::yield_now().await;
+        h.abort();
+        assert!(matches!(h.await, Err(JoinError::Cancelled)));
+        assert_eq!(d.load(Ordering::SeqCst), 1);
+    });
+}
+
+#[test]
+fn abort_after_completion_keeps_the_output() {
+    let rt = Runtime::builder().workers(2).build().unwrap();
+    rt.block_on(async {
+        let h = fibra::spawn(async { 7 });
+        while !h.is_finished() {
+            fibra::yield_now().await;
+        }
+        h.abort();
+        assert_eq!(h.await.unwrap(), 7);
+    });
+}
+
+#[test]
+fn abort_racing_completion_gives_output_or_cancelled_never_both() {
+    let rt = Runtime::builder().workers(2).build().unwrap();
+    let (mut done, mut cancelled) = (0, 0);
+    for _ in 0..2000 {
+        let h = rt.spawn(async {
+            fibra::yield_now().await;
+            1u8
+        });
+        h.abort();
+        match fibra::block_on(h) {
+            Ok(1) => done += 1,
+            Err(JoinError::Cancelled) => cancelled += 1,
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!(done + cancelled, 2000);
+}
+
+#[test]
+fn join_op_works_in_a_choice_with_a_channel() {
+    let rt = Runtime::builder().workers(2).build().unwrap();
+    rt.block_on(async {
+        let (tx, rx) = fibra::channel::<&str>();
+        let slow = fibra::spawn(async move {
+            fibra::time::sleep(Duration::from_millis(20)).await;
+            "joined"
+        });
+        let _sender = fibra::spawn(async move { tx.send("message").await });
+        let first = choose((
+            slow.join_op().wrap(|r| r.unwrap()),
+            rx.recv_op().wrap(|r| r.unwrap()),
+        ))
+        .await;
+        assert_eq!(first, "message");
+        assert_eq!(slow.await.unwrap(), "joined");
+    });
+}
+
+#[test]
+fn blocking_perform_on_a_worker_panics_with_advice() {
+    let rt = Runtime::builder().workers(1).build().unwrap();
+    let h = rt.spawn(async {
+        let (tx, _rx) = fibra::bounded::<u8>(1);
+        tx.send_blocking(1)
+    });
+    let err = fibra::block_on(h).unwrap_err();
+    let msg = err.to_string();
+    assert!(msg.contains("use `.await`"), "{msg}");
+}
+
+#[test]
+fn block_on_on_a_current_thread_runtime_inside_a_worker_panics() {
+    let outer = Runtime::builder().workers(1).build().unwrap();
+    let h = outer.spawn(async {
+        let inner = Runtime::builder().current_thread().build().unwrap();
+        inner.block_on(async { 1 })
+    });
+    assert!(fibra::block_on(h).unwrap_err().is_panic());
+}
+
+#[test]
+fn spawn_outside_a_runtime_panics_with_advice() {
+    let err = std::panic::catch_unwind(|| fibra::spawn(async {})).unwrap_err();
+    let msg = err.downcast_ref::<&str>().copied().unwrap_or_default();
+    assert!(msg.contains("Runtime::spawn"), "{msg}");
+}
+
+#[test]
+fn shutdown_drops_every_pending_task_exactly_once() {
+    struct CountDrop(Arc<AtomicUsize>);
+    impl Drop for CountDrop {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    for (name, rt) in flavours() {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let (tx, rx) = fibra::channel::<u32>();
+        let mut handles = Vec::new();
+        for _ in 0..500 {
+            let guard = CountDrop(drops.clone());
+            let rx = rx.clone();
+            handles.push(rt.spawn(async move {
+                let _g = guard;
+                let _ = rx.recv().await; // never gets anything
+            }));
+        }
+        // Let the multi-thread runtimes start them (they park on `rx`).
+        std::thread::sleep(Duration::from_millis(20));
+        drop(rt);
+        assert_eq!(drops.load(Ordering::SeqCst), 500, "{name}");
+        for h in handles {
+            assert!(fibra::block_on(h).unwrap_err().is_cancelled(), "{name}");
+        }
+        drop(tx);
+    }
+}
+
+#[test]
+fn spawn_blocking_runs_off_the_workers() {
+    let rt = Runtime::builder().workers(1).build().unwrap();
+    rt.block_on(async {
+        let (tx, rx) = fibra::channel::<u32>();
+        // The blocking call waits for a task on the only worker: it would
+        // deadlock if it ran on the worker.
+        let b = fibra::spawn_blocking(move || rx.recv_blocking().unwrap());
+        tx.send(3).await.unwrap();
+        assert_eq!(b.await.unwrap(), 3);
+    });
+}
+
+#[test]
+fn yield_now_lets_other_tasks_run_on_a_single_worker() {
+    let rt = Runtime::builder().current_thread().build().unwrap();
+    rt.block_on(async {
+        let flag = Arc::new(AtomicUsize::new(0));
+        let f = flag.clone();
+        let _h = fibra::spawn(async move { f.store(1, Ordering::SeqCst) });
+        while flag.load(Ordering::SeqCst) == 0 {
+            fibra::yield_now().await;
+        }
+    });
+}
+
+#[test]
+fn a_ping_pong_pair_does_not_starve_other_tasks() {
+    // One worker: a pair hands off forever through the next slot; a third
+    // task must still get to run and stop them.
+    let rt = Runtime::builder().workers(1).build().unwrap();
+    rt.block_on(async {
+        let stop = Arc::new(AtomicUsize::new(0));
+        let (a_tx, a_rx) = fibra::channel::<u32>();
+        let (b_tx, b_rx) = fibra::channel::<u32>();
+        let s1 = stop.clone();
+        let p1 = fibra::spawn(async move {
+            while s1.load(Ordering::Relaxed) == 0 {
+                a_tx.send(1).await.unwrap();
+                b_rx.recv().await.unwrap();
+            }
+            drop(a_tx);
+        });
+        let p2 = fibra::spawn(async move {
+            while let Ok(v) = a_rx.recv().await {
+                if b_tx.send(v).await.is_err() {
+                    break;
+                }
+            }
+        });
+        let s3 = stop.clone();
+        let third = fibra::spawn(async move { s3.store(1, Ordering::Relaxed) });
+        third.await.unwrap();
+        p1.await.unwrap();
+        p2.await.unwrap();
+    });
+}
+
+#[test]
+fn the_main_future_can_talk_to_an_os_thread() {
+    let rt = Runtime::builder().workers(2).build().unwrap();
+    let (tx, rx) = fibra::channel::<u64>();
+    let t = std::thread::spawn(move || {
+        for i in 0..1000 {
+            tx.send_blocking(i).unwrap();
+        }
+    });
+    let sum = rt.block_on(async move {
+        let mut s = 0;
+        while let Ok(v) = rx.recv().await {
+            s += v;
+        }
+        s
+    });
+    t.join().unwrap();
+    assert_eq!(sum, 999 * 500);
+}

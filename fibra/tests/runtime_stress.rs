@@ -1,0 +1,125 @@
+//! Stress tests of the runtime. Sizes scale with `FIBRA_STRESS` (default 1).
+
+use fibra::Runtime;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+fn scale() -> u64 {
+    std::env::var("FIBRA_STRESS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1)
+}
+
+#[test]
+fn a_million_tasks_spawned_and_joined() {
+    let n = if cfg!(debug_assertions) {
+        100_000
+    } else {
+        1_000_000
+    } * scale();
+    let rt = Runtime::new().unwrap();
+    let sum = rt.block_on(async move {
+        let hs: Vec<_> = (0..n).map(|i| fibra::spawn(async move { i })).collect();
+        let mut sum = 0u64;
+        for h in hs {
+            sum += h.await.unwrap();
+        }
+        sum
+    });
+    assert_eq!(sum, n * (n - 1) / 2);
+}
+
+#[test]
+fn tasks_spawned_from_many_workers_at_once() {
+    let rt = Runtime::builder().workers(4).build().unwrap();
+    let count = Arc::new(AtomicU64::new(0));
+    let c = count.clone();
+    let per = 2_000 * scale();
+    rt.block_on(async move {
+        let spawners: Vec<_> = (0..8)
+            .map(|_| {
+                let c = c.clone();
+                fibra::spawn(async move {
+                    let hs: Vec<_> = (0..per)
+                        .map(|_| {
+                            let c = c.clone();
+                            fibra::spawn(async move {
+                                fibra::yield_now().await;
+                                c.fetch_add(1, Ordering::Relaxed);
+                            })
+                        })
+                        .collect();
+                    for h in hs {
+                        h.await.unwrap();
+                    }
+                })
+            })
+            .collect();
+        for s in spawners {
+            s.await.unwrap();
+        }
+    });
+    assert_eq!(count.load(Ordering::Relaxed), 8 * per);
+}
+
+#[test]
+fn panics_under_load_are_contained() {
+    let rt = Runtime::builder().workers(2).build().unwrap();
+    let n = 5_000 * scale();
+    let (ok, panicked) = rt.block_on(async move {
+        let hs: Vec<_> = (0..n)
+            .map(|i| {
+                fibra::spawn(async move {
+                    fibra::yield_now().await;
+                    assert!(i % 7 != 0, "planned panic {i}");
+                    i
+                })
+            })
+            .collect();
+        let (mut ok, mut panicked) = (0, 0);
+        for h in hs {
+            match h.await {
+                Ok(_) => ok += 1,
+                Err(e) if e.is_panic() => panicked += 1,
+                Err(e) => panic!("unexpected {e}"),
+            }
+        }
+        (ok, panicked)
+    });
+    assert_eq!(panicked, n.div_ceil(7));
+    assert_eq!(ok + panicked, n);
+}
+
+#[test]
+fn many_pairs_exchange_every_message_across_workers() {
+    let rt = Runtime::builder().workers(2).build().unwrap();
+    let pairs = 50;
+    let rounds = 2_000 * scale();
+    let total = Arc::new(AtomicUsize::new(0));
+    let t = total.clone();
+    rt.block_on(async move {
+        let mut hs = Vec::new();
+        for _ in 0..pairs {
+            let (ping_tx, ping_rx) = fibra::channel::<u64>();
+            let (pong_tx, pong_rx) = fibra::channel::<u64>();
+            hs.push(fibra::spawn(async move {
+                while let Ok(v) = ping_rx.recv().await {
+                    pong_tx.send(v + 1).await.unwrap();
+                }
+            }));
+            let t = t.clone();
+            hs.push(fibra::spawn(async move {
+                for i in 0..rounds {
+                    ping_tx.send(i).await.unwrap();
+                    assert_eq!(pong_rx.recv().await.unwrap(), i + 1);
+                    t.fetch_add(1, Ordering::Relaxed);
+                }
+            }));
+        }
+        for h in hs {
+            h.await.unwrap();
+        }
+    });
+    assert_eq!(total.load(Ordering::Relaxed), pairs * rounds as usize);
+}
