@@ -5,7 +5,7 @@
 //!
 //! * **Ops** ([`Op`]) describe communications that may happen later; combine
 //!   them with [`choose`] (fair), [`choose_biased`] (priority), [`Op::wrap`],
-//!   [`guard`], [`with_nack`], [`always`] and [`never`]; perform them with
+//!   [`guard`], [`with_nack`], [`always`] and [`never()`]; perform them with
 //!   `.await`, [`Op::perform`] (OS threads) or [`Op::try_perform`] (now or
 //!   not at all).
 //! * **Channels** ([`channel`], [`bounded`], [`unbounded`]): MPMC, split

@@ -61,7 +61,7 @@ pub fn never<T>() -> Never<T> {
     Never(PhantomData)
 }
 
-/// The op returned by [`never`].
+/// The op returned by [`never()`].
 #[derive(Debug)]
 pub struct Never<T>(PhantomData<fn() -> T>);
 

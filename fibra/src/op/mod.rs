@@ -115,7 +115,7 @@ pub(crate) mod sealed {
 ///
 /// Create ops from fibra's resources ([`Receiver::recv_op`],
 /// [`Sender::send_op`], …) and combinators ([`choose`], [`Op::wrap`],
-/// [`guard`], [`with_nack`], [`always`], [`never`]); perform them with
+/// [`guard`], [`with_nack`], [`always`], [`never()`]); perform them with
 /// `.await`, [`Op::perform`] or [`Op::try_perform`]. An op is consumed by
 /// performing it; build a new one (cheap: no allocation) for the next time.
 ///

@@ -105,14 +105,19 @@ impl<O: Op> Future for Perform<O> {
             Phase::Blocked => {}
             Phase::Done => panic!("`Perform` polled after it completed"),
         }
+        let mut step = 0;
         loop {
             match this.state.load() {
                 Seen::Synced(leaf) => {
                     *this.phase = Phase::Done;
                     return Poll::Ready(this.op.as_mut().finish(leaf));
                 }
-                // A remote commit is in flight; it wakes us when done.
-                Seen::Busy(_) => return Poll::Pending,
+                // A remote commit is in flight: it took the waker stored
+                // before this poll, which may not be the current one, so
+                // wait the few instructions until it stores `SYNCED`
+                // rather than return `Pending` and risk a wake to a stale
+                // waker.
+                Seen::Busy(_) => crate::loom::spin_wait(&mut step),
                 Seen::Waiting => {
                     if waker_fresh || this.state.update_waker(cx.waker()) {
                         return Poll::Pending;
