@@ -77,6 +77,9 @@ pub(crate) enum Sent {
 pub(crate) enum Received {
     /// A value is in the receiver's slot; wake the sender it came from, if any.
     Done(Option<Waker>),
+    /// A value is in the receiver's slot, taken from the buffer: once the
+    /// receiver committed itself, refill the room (`refill_locked`).
+    Buffered,
     /// Every sender is gone and nothing is buffered.
     Disconnected,
     NotReady,
@@ -257,7 +260,7 @@ impl<T> Chan<T> {
             unsafe { put(mine, v) };
             // The caller commits itself, then refills the buffer from a
             // blocked sender (`refill_locked`): never while holding `C`.
-            return Received::Done(None);
+            return Received::Buffered;
         }
         match st.sendq.find_partner(seeker) {
             Found::Partner(w) => {

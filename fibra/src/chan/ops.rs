@@ -112,9 +112,13 @@ impl<T> Op for RecvOp<'_, T> {
         // SAFETY: unpublished: the slot is ours.
         match unsafe { chan.recv_locked(&mut st, slot, Seeker::FREE) } {
             Received::Done(waker) => {
-                let refilled = chan.refill_locked(&mut st, None);
                 drop(st);
                 wake(waker);
+                Some(self.take_result())
+            }
+            Received::Buffered => {
+                let refilled = chan.refill_locked(&mut st, None);
+                drop(st);
                 wake(refilled);
                 Some(self.take_result())
             }
@@ -135,9 +139,14 @@ impl<T> Op for RecvOp<'_, T> {
             Received::Done(waker) => {
                 st.recvq.remove(reg);
                 cx.state.commit_own(cx.leaf);
-                let refilled = chan.refill_locked(&mut st, Some(cx.state));
                 drop(st);
                 wake(waker);
+            }
+            Received::Buffered => {
+                st.recvq.remove(reg);
+                cx.state.commit_own(cx.leaf);
+                let refilled = chan.refill_locked(&mut st, Some(cx.state));
+                drop(st);
                 wake(refilled);
             }
             Received::Disconnected => {

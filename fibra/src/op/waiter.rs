@@ -203,13 +203,10 @@ impl<S> WaitQueue<S> {
                 return Found::SelfSynced;
             }
             match w.op().try_commit(w.leaf) {
-                Commit::Won => {
-                    let w = self.records.remove(i).expect("record at i");
-                    return Found::Partner(w);
-                }
+                Commit::Won => return Found::Partner(self.take(i)),
                 Commit::Stale => {
                     seeker.unclaim();
-                    self.records.remove(i);
+                    self.take(i);
                 }
                 Commit::Claimed => {
                     // The partner's owner is committing elsewhere for a few
@@ -221,6 +218,16 @@ impl<S> WaitQueue<S> {
             }
         }
         Found::Nobody
+    }
+
+    /// Removes record `i`; the front (the common case) without shifting.
+    fn take(&mut self, i: usize) -> Waiter<S> {
+        let w = if i == 0 {
+            self.records.pop_front()
+        } else {
+            self.records.remove(i)
+        };
+        w.expect("record at i")
     }
 
     /// Commits every committable record with the given outcome left in their

@@ -50,7 +50,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 use std::task::{Context, Poll};
-use task::{Task, TaskRef};
+use task::{Runnable, Task, TaskRef};
 use worker::{WorkerCtx, with_current};
 
 /// State shared by a runtime's workers, handles and tasks.
@@ -115,9 +115,9 @@ impl Shared {
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let task = Task::new(future, id, self.clone());
         if self.is_shutdown() {
-            task::Runnable::shutdown(&*task);
+            Runnable::shutdown(&*task);
         } else {
-            self.tasks.insert(task.clone());
+            self.tasks.insert(task.clone(), task.registry_slot());
             Shared::schedule_yield(task.clone());
             // A spawn racing shutdown: make sure it is not left behind.
             if self.is_shutdown() {

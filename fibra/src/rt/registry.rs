@@ -1,36 +1,71 @@
 //! Every live task, so shutdown can drop each pending one exactly once.
 //!
 //! Sharded by task id so that spawns and completions on different workers
-//! rarely meet on a lock.
+//! rarely meet on a lock; each shard is a slab (a vector of slots plus a free
+//! list), and a task remembers its slot, so insert and remove are O(1)
+//! without hashing.
 
 use super::task::TaskRef;
-use crate::loom::Lock;
-use std::collections::HashMap;
+use crate::loom::{AtomicUsize, Lock, Ordering};
 
 const SHARDS: usize = 16;
 
+/// Where a task sits in the registry. Written once by `insert` before the
+/// task is scheduled (the queue push publishes it), read by `remove`.
+#[derive(Default)]
+pub(crate) struct Slot(AtomicUsize);
+
+#[derive(Default)]
+struct Shard {
+    slots: Vec<Option<TaskRef>>,
+    free: Vec<usize>,
+}
+
 pub(crate) struct Registry {
-    shards: Box<[Lock<HashMap<u64, TaskRef>>]>,
+    shards: Box<[Lock<Shard>]>,
 }
 
 impl Registry {
     pub(crate) fn new() -> Self {
         Self {
-            shards: (0..SHARDS).map(|_| Lock::new(HashMap::new())).collect(),
+            shards: (0..SHARDS).map(|_| Lock::new(Shard::default())).collect(),
         }
     }
 
-    fn shard(&self, id: u64) -> &Lock<HashMap<u64, TaskRef>> {
+    fn shard(&self, id: u64) -> &Lock<Shard> {
         &self.shards[(id as usize) % SHARDS]
     }
 
-    pub(crate) fn insert(&self, task: TaskRef) {
-        let id = task.id();
-        self.shard(id).lock().insert(id, task);
+    pub(crate) fn insert(&self, task: TaskRef, slot: &Slot) {
+        let mut shard = self.shard(task.id()).lock();
+        let index = match shard.free.pop() {
+            Some(i) => {
+                shard.slots[i] = Some(task);
+                i
+            }
+            None => {
+                shard.slots.push(Some(task));
+                shard.slots.len() - 1
+            }
+        };
+        // Relaxed: the task reaches its runner through a queue push, which
+        // orders this store before the runner's `remove`.
+        slot.0.store(index, Ordering::Relaxed);
     }
 
-    pub(crate) fn remove(&self, id: u64) {
-        let task = self.shard(id).lock().remove(&id);
+    pub(crate) fn remove(&self, id: u64, slot: &Slot) {
+        let index = slot.0.load(Ordering::Relaxed);
+        let task = {
+            let mut shard = self.shard(id).lock();
+            match shard.slots.get_mut(index) {
+                Some(entry) if entry.as_ref().is_some_and(|t| t.id() == id) => {
+                    let task = entry.take();
+                    shard.free.push(index);
+                    task
+                }
+                _ => None, // drained by shutdown, or never registered
+            }
+        };
         // Dropped outside the lock: it may be the last reference.
         drop(task);
     }
@@ -39,7 +74,9 @@ impl Registry {
     pub(crate) fn drain(&self) -> Vec<TaskRef> {
         let mut all = Vec::new();
         for shard in self.shards.iter() {
-            all.extend(shard.lock().drain().map(|(_, t)| t));
+            let mut shard = shard.lock();
+            all.extend(shard.slots.drain(..).flatten());
+            shard.free.clear();
         }
         all
     }

@@ -25,6 +25,7 @@
 //! them all).
 
 use super::Shared;
+use super::registry::Slot;
 use crate::loom::{AtomicUsize, Lock, Ordering, UnsafeCell};
 use crate::op::BlockCx;
 use crate::op::waiter::{Registration, WaitQueue};
@@ -119,6 +120,7 @@ pub(crate) trait Runnable: Send + Sync + 'static {
     /// Drops the future and completes the task as cancelled (shutdown).
     fn shutdown(&self);
     fn id(&self) -> u64;
+    fn registry_slot(&self) -> &Slot;
 }
 
 pub(crate) type TaskRef = Arc<dyn Runnable>;
@@ -221,6 +223,7 @@ impl TaskState {
 pub(crate) struct Task<F: Future> {
     state: TaskState,
     id: u64,
+    registry_slot: Slot,
     shared: Arc<Shared>,
     future: UnsafeCell<Option<F>>,
     join: Lock<JoinState<F::Output>>,
@@ -243,6 +246,7 @@ where
         Arc::new(Task {
             state: TaskState::new(),
             id,
+            registry_slot: Slot::default(),
             shared,
             future: UnsafeCell::new(Some(future)),
             join: Lock::new(JoinState {
@@ -280,7 +284,7 @@ where
             (j.waker.take(), wakers, dropped)
         };
         self.state.set_complete();
-        self.shared.tasks.remove(self.id);
+        self.shared.tasks.remove(self.id, &self.registry_slot);
         drop(dropped);
         waker.into_iter().chain(wakers).for_each(Waker::wake);
     }
@@ -369,6 +373,10 @@ where
 
     fn shared(&self) -> &Arc<Shared> {
         &self.shared
+    }
+
+    fn registry_slot(&self) -> &Slot {
+        &self.registry_slot
     }
 }
 

@@ -94,15 +94,18 @@ impl WorkerCtx {
     pub(crate) fn schedule_next(&self, task: TaskRef) {
         let displaced = self.next.borrow_mut().replace(task);
         if let Some(old) = displaced {
-            self.local.push(old);
-            self.shared.notify_idle();
+            self.schedule_back(old);
         }
     }
 
     /// Schedules a task at the back of the local queue (spawn, yield).
     pub(crate) fn schedule_back(&self, task: TaskRef) {
         self.local.push(task);
-        self.shared.notify_idle();
+        // Only another worker could steal it; with one worker this one runs
+        // it without being woken.
+        if self.shared.stealers.len() > 1 {
+            self.shared.notify_idle();
+        }
     }
 
     fn next_task(&self) -> Option<TaskRef> {
