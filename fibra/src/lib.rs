@@ -51,8 +51,8 @@ pub mod rt;
 pub mod time;
 
 pub use chan::{
-    Receiver, RecvError, RecvOp, SendError, SendOp, Sender, TryRecvError, TrySendError, bounded,
-    channel, unbounded,
+    Receiver, RecvError, RecvOp, SendError, SendOp, SendTimeoutError, Sender, TryRecvError,
+    TrySendError, bounded, channel, unbounded,
 };
 pub use op::{
     Always, BlockCx, BoxOp, Branches, Choose, Guard, Nack, Never, Op, Perform, WithNack, Wrap,

@@ -137,3 +137,34 @@ fn dropping_a_pending_sleep_cancels_its_timer() {
         }
     });
 }
+
+#[test]
+fn send_timeout_gives_the_value_back_on_every_path() {
+    let (tx, rx) = fibra::bounded::<String>(1);
+    tx.send_timeout_blocking("first".into(), Duration::from_millis(5))
+        .unwrap();
+    let err = tx
+        .send_timeout_blocking("second".into(), Duration::from_millis(5))
+        .unwrap_err();
+    assert!(err.is_timeout());
+    assert_eq!(err.into_inner(), "second");
+    assert_eq!(rx.try_recv().unwrap(), "first");
+    // A receiver arriving in time takes it.
+    let t = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(5));
+        rx.recv_blocking().unwrap()
+    });
+    tx.send_timeout_blocking("third".into(), Duration::from_secs(10))
+        .unwrap();
+    tx.send_timeout_blocking("fourth".into(), Duration::from_secs(10))
+        .unwrap();
+    assert_eq!(t.join().unwrap(), "third");
+    // Every receiver gone: disconnected, value back.
+    let (tx, rx) = fibra::channel::<u8>();
+    drop(rx);
+    let err = tx
+        .send_timeout_blocking(9, Duration::from_secs(1))
+        .unwrap_err();
+    assert!(!err.is_timeout());
+    assert_eq!(err.into_inner(), 9);
+}

@@ -146,3 +146,64 @@ impl From<RecvError> for TryRecvError {
         TryRecvError::Disconnected
     }
 }
+
+/// Why [`Sender::send_timeout`](crate::Sender::send_timeout) did not send;
+/// the value is returned either way.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum SendTimeoutError<T> {
+    /// No receiver took the value (or no room opened) in time.
+    Timeout(T),
+    /// Every receiver is gone.
+    Disconnected(T),
+}
+
+impl<T> SendTimeoutError<T> {
+    /// The value that was not sent.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let (tx, _rx) = fibra::channel::<&str>();
+    /// let err = tx.send_timeout_blocking("late", Duration::from_millis(1)).unwrap_err();
+    /// assert_eq!(err.into_inner(), "late");
+    /// ```
+    pub fn into_inner(self) -> T {
+        match self {
+            SendTimeoutError::Timeout(v) | SendTimeoutError::Disconnected(v) => v,
+        }
+    }
+
+    /// Whether the time ran out.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let (tx, _rx) = fibra::channel::<u8>();
+    /// assert!(tx.send_timeout_blocking(1, Duration::ZERO).unwrap_err().is_timeout());
+    /// ```
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, SendTimeoutError::Timeout(_))
+    }
+}
+
+impl<T> fmt::Debug for SendTimeoutError<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SendTimeoutError::Timeout(_) => f.write_str("Timeout(..)"),
+            SendTimeoutError::Disconnected(_) => f.write_str("Disconnected(..)"),
+        }
+    }
+}
+
+impl<T> fmt::Display for SendTimeoutError<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SendTimeoutError::Timeout(_) => f.write_str("no receiver took the value in time"),
+            SendTimeoutError::Disconnected(_) => {
+                f.write_str("sending on a channel whose receivers are all gone")
+            }
+        }
+    }
+}
+
+impl<T> std::error::Error for SendTimeoutError<T> {}

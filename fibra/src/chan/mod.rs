@@ -32,7 +32,7 @@ mod errors;
 mod ops;
 mod stream;
 
-pub use errors::{RecvError, SendError, TryRecvError, TrySendError};
+pub use errors::{RecvError, SendError, SendTimeoutError, TryRecvError, TrySendError};
 pub use ops::{RecvOp, SendOp};
 
 use crate::loom::Arc;
@@ -178,6 +178,67 @@ impl<T> Sender<T> {
     /// ```
     pub fn send_blocking(&self, value: T) -> Result<(), SendError<T>> {
         self.send_op(value).perform()
+    }
+
+    /// Sends `value`, waiting at most `d`; on timeout the value comes back
+    /// (`SendTimeoutError::Timeout(value)`), so nothing is lost.
+    ///
+    /// (A send op that loses a choice keeps its value inside the op, which
+    /// the perform then drops; use this method, or `try_perform`, when the
+    /// value must come back.)
+    ///
+    /// ```
+    /// use fibra::SendTimeoutError;
+    /// use std::time::Duration;
+    ///
+    /// # futures::executor::block_on(async {
+    /// let (tx, rx) = fibra::bounded(1);
+    /// tx.send_timeout(1, Duration::from_millis(5)).await.unwrap();
+    /// // Full: the second send times out and the value comes back.
+    /// let err = tx.send_timeout(2, Duration::from_millis(5)).await.unwrap_err();
+    /// assert!(matches!(err, SendTimeoutError::Timeout(2)));
+    /// assert_eq!(rx.recv().await, Ok(1));
+    /// # });
+    /// ```
+    pub async fn send_timeout(
+        &self,
+        value: T,
+        d: std::time::Duration,
+    ) -> Result<(), SendTimeoutError<T>> {
+        let mut perform =
+            std::pin::pin!(Perform::new(crate::time::timeout(self.send_op(value), d)));
+        match perform.as_mut().await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(SendError(v))) => Err(SendTimeoutError::Disconnected(v)),
+            Err(crate::time::Elapsed) => {
+                let v = perform.finished_op().op().take_unsent();
+                Err(SendTimeoutError::Timeout(
+                    v.expect("a timed-out send still holds its value"),
+                ))
+            }
+        }
+    }
+
+    /// [`Sender::send_timeout`] for OS threads (parks).
+    ///
+    /// # Panics
+    ///
+    /// On a fibra runtime worker thread.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let (tx, rx) = fibra::channel::<u8>();
+    /// let t = std::thread::spawn(move || rx.recv_blocking());
+    /// tx.send_timeout_blocking(3, Duration::from_secs(5)).unwrap();
+    /// assert_eq!(t.join().unwrap(), Ok(3));
+    /// ```
+    pub fn send_timeout_blocking(
+        &self,
+        value: T,
+        d: std::time::Duration,
+    ) -> Result<(), SendTimeoutError<T>> {
+        crate::block_on(self.send_timeout(value, d))
     }
 
     /// Whether every receiver is gone (sends will fail).

@@ -226,6 +226,17 @@ impl<'a, T> SendOp<'a, T> {
         unsafe { take(&self.slot) }.expect("a send op holds its value until it commits")
     }
 
+    /// The value, if it was not sent and the op is not published (after a
+    /// perform that chose another branch or timed out).
+    pub(crate) fn take_unsent(self: Pin<&mut Self>) -> Option<T> {
+        let (_, slot, published) = self.parts();
+        if published.is_some() {
+            return None;
+        }
+        // SAFETY: unpublished: the slot is ours.
+        unsafe { take(slot) }
+    }
+
     fn parts(self: Pin<&mut Self>) -> (&ChanRef<'a, T>, &Slot<T>, &mut Option<Registration>) {
         // SAFETY: as for `RecvOp::parts`.
         let this = unsafe { self.get_unchecked_mut() };

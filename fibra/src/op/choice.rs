@@ -115,6 +115,11 @@ impl<B: Branches> Choose<B> {
         }
     }
 
+    /// The branches, pinned.
+    pub(crate) fn branches(self: Pin<&mut Self>) -> Pin<&mut B> {
+        self.parts().0
+    }
+
     /// The branch owning `leaf`, and that branch's first leaf.
     fn owner_of(&self, leaf: usize) -> (usize, usize) {
         let mut offset = 0;

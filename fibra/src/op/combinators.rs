@@ -104,6 +104,11 @@ impl<O, F> Wrap<O, F> {
     pub(crate) fn new(op: O, f: F) -> Self {
         Self { op, f: Some(f) }
     }
+
+    /// The wrapped op, pinned.
+    pub(crate) fn inner(self: Pin<&mut Self>) -> Pin<&mut O> {
+        self.project().op
+    }
 }
 
 impl<O, F> Sealed for Wrap<O, F> {}

@@ -83,6 +83,24 @@ impl<O: Op> Perform<O> {
     }
 }
 
+impl<O: Op> Perform<O> {
+    /// The op inside, once the perform is over (or before it started): with
+    /// no record published, it can give back what it still holds (the value
+    /// of a send that did not happen).
+    ///
+    /// # Panics
+    ///
+    /// While the perform is waiting (polled, not finished).
+    pub(crate) fn finished_op(self: Pin<&mut Self>) -> Pin<&mut O> {
+        let this = self.project();
+        assert!(
+            *this.phase != Phase::Blocked,
+            "the op of a perform in progress"
+        );
+        this.op
+    }
+}
+
 impl<O: Op> Future for Perform<O> {
     type Output = O::Output;
 

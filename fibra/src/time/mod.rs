@@ -188,6 +188,15 @@ impl<O: Op> Timeout<O> {
     }
 }
 
+impl<O: Op> Timeout<O> {
+    /// The timed op, pinned (to recover what it holds after a timeout).
+    pub(crate) fn op(self: Pin<&mut Self>) -> Pin<&mut O> {
+        // SAFETY: tuple fields are structurally pinned; nothing is moved.
+        let first = unsafe { self.inner().branches().map_unchecked_mut(|b| &mut b.0) };
+        first.inner()
+    }
+}
+
 impl<O: Op> Op for Timeout<O> {
     type Output = Result<O::Output, Elapsed>;
 
