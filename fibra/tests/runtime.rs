@@ -280,3 +280,21 @@ fn the_main_future_can_talk_to_an_os_thread() {
     t.join().unwrap();
     assert_eq!(sum, 999 * 500);
 }
+
+#[test]
+fn a_task_whose_ops_are_always_ready_cannot_starve_its_worker() {
+    // One worker; the main task performs always-ready ops in a loop until
+    // another task runs. Without the cooperative budget it would never yield.
+    let rt = Runtime::builder().workers(1).build().unwrap();
+    rt.block_on(async {
+        let flag = Arc::new(AtomicUsize::new(0));
+        let f = flag.clone();
+        let _h = fibra::spawn(async move { f.store(1, Ordering::SeqCst) });
+        let mut spins = 0u64;
+        while flag.load(Ordering::SeqCst) == 0 {
+            fibra::always(()).await;
+            spins += 1;
+            assert!(spins < 10_000_000, "the other task never ran");
+        }
+    });
+}

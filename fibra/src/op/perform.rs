@@ -109,6 +109,11 @@ impl<O: Op> Future for Perform<O> {
         let mut waker_fresh = false;
         match *this.phase {
             Phase::Fresh => {
+                if !crate::rt::budget::consume() {
+                    // Out of budget on a fibra worker: let the others run.
+                    cx.waker().wake_by_ref();
+                    return Poll::Pending;
+                }
                 this.op.as_mut().prepare();
                 if let Some(out) = this.op.as_mut().try_now() {
                     *this.phase = Phase::Done;

@@ -27,6 +27,7 @@
 //! `join.rs` (`JoinHandle` and its op).
 
 mod blocking;
+pub(crate) mod budget;
 mod builder;
 mod idle;
 mod join;

@@ -16,7 +16,7 @@
 //! spinning between them, then registers as a sleeper, looks once more, and
 //! parks (see `idle.rs` for the wake-up protocol).
 
-use super::Shared;
+use super::{Shared, budget};
 use super::task::TaskRef;
 use crossbeam_deque::{Steal, Worker as Deque};
 use std::cell::{Cell, RefCell};
@@ -186,14 +186,17 @@ impl WorkerCtx {
                 if searching {
                     self.shared.idle.stop_searching();
                 }
+                budget::unlimited();
                 return;
             }
             if let Some(task) = self.next_task() {
+                budget::reset();
                 task.run();
                 continue;
             }
             if let Some(task) = self.search(searching) {
                 searching = false;
+                budget::reset();
                 task.run();
                 continue;
             }
