@@ -9,7 +9,10 @@ fn main() {
     for _ in 0..5 {
         if what == "spawn" {
             let t = Instant::now();
-            let n = 200_000u64;
+            let n: u64 = std::env::var("N")
+                .ok()
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(200_000);
             let s = rt.block_on(async move {
                 let hs: Vec<_> = (0..n).map(|i| fibra::spawn(async move { i })).collect();
                 let mut s = 0;

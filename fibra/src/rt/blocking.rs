@@ -110,12 +110,9 @@ where
     let shared = with_current(|ctx| ctx.map(|c| c.shared.clone())).expect(
         "fibra::spawn_blocking called outside a fibra runtime; spawn a task or use std::thread",
     );
-    let id = shared
-        .next_id
-        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     // A task whose future finishes on its first poll, run by a pool thread.
     // Not registered: shutdown leaves running blocking calls alone.
-    let task = Task::new(async move { f() }, id, shared);
+    let task = Task::new(async move { f() }, shared);
     pool().submit(task.clone());
     JoinHandle::new(task)
 }

@@ -4,7 +4,6 @@ use super::{Flavor, Idle, Parker, Registry, Runtime, Shared, WorkerCtx};
 use crate::loom::AtomicBool;
 use crossbeam_deque::{Injector, Worker as Deque};
 use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
 
 /// Configures a [`Runtime`].
 ///
@@ -104,7 +103,6 @@ impl Builder {
             parkers: (0..n).map(|_| Parker::default()).collect(),
             idle: Idle::new(n),
             tasks: Registry::new(),
-            next_id: AtomicU64::new(0),
             shutdown: AtomicBool::new(false),
         });
         let mut rt = Runtime {

@@ -107,7 +107,11 @@ impl<T> Future for JoinHandle<T> {
 
 impl<T> Drop for JoinHandle<T> {
     fn drop(&mut self) {
-        self.task.detach();
+        // After a completed join the output is gone and the task knows the
+        // handle took it: nothing to detach.
+        if !self.done {
+            self.task.detach();
+        }
     }
 }
 

@@ -59,8 +59,7 @@ fn loom_wakes_after_completion_do_nothing() {
         assert_eq!(st.start_run(), Some(false));
         let s2 = st.clone();
         let waker = thread::spawn(move || s2.notify());
-        st.end_run_complete();
-        st.set_complete();
+        st.complete();
         let queued_by_waker = waker.join().unwrap();
         // A wake racing completion may queue the task once; its run then
         // sees COMPLETE and does nothing.

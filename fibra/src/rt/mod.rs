@@ -49,7 +49,6 @@ use registry::Registry;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
 use std::task::{Context, Poll};
 use task::{Runnable, Task, TaskRef};
 use worker::{WorkerCtx, with_current};
@@ -61,7 +60,6 @@ pub(crate) struct Shared {
     parkers: Vec<Parker>,
     idle: Idle,
     tasks: Registry,
-    next_id: AtomicU64,
     shutdown: AtomicBool,
 }
 
@@ -111,10 +109,7 @@ impl Shared {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        let id = self
-            .next_id
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let task = Task::new(future, id, self.clone());
+        let task = Task::new(future, self.clone());
         if self.is_shutdown() {
             Runnable::shutdown(&*task);
         } else {

@@ -33,7 +33,9 @@ impl Registry {
     }
 
     fn shard(&self, id: u64) -> &Lock<Shard> {
-        &self.shards[(id as usize) % SHARDS]
+        // Task ids are addresses: skip the alignment bits and mix.
+        let h = (id >> 4) ^ (id >> 12);
+        &self.shards[(h as usize) % SHARDS]
     }
 
     pub(crate) fn insert(&self, task: TaskRef, slot: &Slot) {

@@ -205,14 +205,21 @@ impl TaskState {
         AfterPoll::Idle
     }
 
-    /// Runner, after the future finished: releases `RUNNING`.
-    pub(crate) fn end_run_complete(&self) {
-        self.0.fetch_and(!RUNNING, Ordering::AcqRel);
-    }
-
-    /// Marks the output published. Release pairs with `is_complete`.
-    pub(crate) fn set_complete(&self) {
-        self.0.fetch_or(COMPLETE, Ordering::Release);
+    /// Runner (or shutdown), once the output is published: `RUNNING ->
+    /// COMPLETE` in one step. Release pairs with `is_complete`.
+    pub(crate) fn complete(&self) {
+        let mut s = self.0.load(Ordering::Relaxed);
+        loop {
+            match self.0.compare_exchange_weak(
+                s,
+                (s & !RUNNING) | COMPLETE,
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return,
+                Err(actual) => s = actual,
+            }
+        }
     }
 
     pub(crate) fn is_complete(&self) -> bool {
@@ -222,7 +229,6 @@ impl TaskState {
 
 pub(crate) struct Task<F: Future> {
     state: TaskState,
-    id: u64,
     registry_slot: Slot,
     shared: Arc<Shared>,
     future: UnsafeCell<Option<F>>,
@@ -242,10 +248,9 @@ where
     F::Output: Send + 'static,
 {
     /// A new task, already `NOTIFIED` (the spawner queues it).
-    pub(crate) fn new(future: F, id: u64, shared: Arc<Shared>) -> Arc<Self> {
+    pub(crate) fn new(future: F, shared: Arc<Shared>) -> Arc<Self> {
         Arc::new(Task {
             state: TaskState::new(),
-            id,
             registry_slot: Slot::default(),
             shared,
             future: UnsafeCell::new(Some(future)),
@@ -283,8 +288,10 @@ where
             j.waiters.commit_all(&mut wakers);
             (j.waker.take(), wakers, dropped)
         };
-        self.state.set_complete();
-        self.shared.tasks.remove(self.id, &self.registry_slot);
+        self.state.complete();
+        self.shared
+            .tasks
+            .remove(Runnable::id(self), &self.registry_slot);
         drop(dropped);
         waker.into_iter().chain(wakers).for_each(Waker::wake);
     }
@@ -344,7 +351,6 @@ where
                     Ok(()) => output,
                     Err(p) => Err(JoinError::Panicked(p)),
                 };
-                self.state.end_run_complete();
                 self.complete(output);
             }
             None => {
@@ -367,8 +373,10 @@ where
         self.complete(Err(JoinError::Cancelled));
     }
 
+    /// The task's address: unique among live tasks, and a task leaves the
+    /// registry before its memory can be reused.
     fn id(&self) -> u64 {
-        self.id
+        std::ptr::from_ref(self).addr() as u64
     }
 
     fn shared(&self) -> &Arc<Shared> {

@@ -16,8 +16,8 @@
 //! spinning between them, then registers as a sleeper, looks once more, and
 //! parks (see `idle.rs` for the wake-up protocol).
 
-use super::{Shared, budget};
 use super::task::TaskRef;
+use super::{Shared, budget};
 use crossbeam_deque::{Steal, Worker as Deque};
 use std::cell::{Cell, RefCell};
 use std::sync::Arc;
