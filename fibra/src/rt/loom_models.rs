@@ -31,6 +31,28 @@ fn loom_wake_during_poll_is_never_lost_nor_doubled() {
 }
 
 #[test]
+fn loom_wake_racing_the_start_of_a_run_is_not_lost() {
+    // The task is queued (NOTIFIED) by an earlier wake. A waker sets the
+    // condition the task waits for, then wakes it, while a runner takes the
+    // task off the queue and polls (reads the condition). Either the poll
+    // sees the condition, or the task is queued again.
+    model(|| {
+        let st = Arc::new(TaskState::new());
+        let ready = Arc::new(AtomicBool::new(false));
+        let (s2, r2) = (st.clone(), ready.clone());
+        let waker = thread::spawn(move || {
+            r2.store(true, Ordering::Release);
+            s2.notify()
+        });
+        assert_eq!(st.start_run(), Some(false));
+        let saw = ready.load(Ordering::Acquire);
+        let requeue = st.end_run_pending() == AfterPoll::Requeue;
+        let queued_by_waker = waker.join().unwrap();
+        assert!(saw || requeue || queued_by_waker, "wake-up lost");
+    });
+}
+
+#[test]
 fn loom_abort_during_poll_requeues_once() {
     model(|| {
         let st = Arc::new(TaskState::new());

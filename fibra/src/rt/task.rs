@@ -153,23 +153,19 @@ impl TaskState {
     }
 
     /// Sets `NOTIFIED`; returns whether the caller must queue the task.
-    /// AcqRel: the queueing party's later push publishes the task to the
-    /// runner, and the runner's Acquire in `start_run` sees every write
-    /// before it.
+    ///
+    /// Always a read-modify-write, never an early return on a plain load:
+    /// the waker wrote the condition the task waits for (an opstate's
+    /// `SYNCED`) just before, and a plain load could read a stale `NOTIFIED`
+    /// while the runner, having just taken the task off its queue, misses
+    /// that condition (store buffering) — a lost wake-up. With the RMW,
+    /// either the runner's `start_run` comes later in the state word's
+    /// order and acquires our Release (it sees the condition), or it came
+    /// earlier and we see `RUNNING` without `NOTIFIED` and make it requeue.
+    /// (loom model `loom_wake_racing_the_start_of_a_run_is_not_lost`.)
     pub(crate) fn notify(&self) -> bool {
-        let mut s = self.0.load(Ordering::Relaxed);
-        loop {
-            if s & (COMPLETE | NOTIFIED) != 0 {
-                return false;
-            }
-            match self
-                .0
-                .compare_exchange_weak(s, s | NOTIFIED, Ordering::AcqRel, Ordering::Relaxed)
-            {
-                Ok(_) => return s & RUNNING == 0,
-                Err(actual) => s = actual,
-            }
-        }
+        let prev = self.0.fetch_or(NOTIFIED, Ordering::AcqRel);
+        prev & (NOTIFIED | RUNNING | COMPLETE) == 0
     }
 
     /// Requests an abort; the caller then `notify`s.
