@@ -3,6 +3,7 @@
 
 use std::fmt;
 
+use crate::peers::external::Peer;
 use crate::system::System;
 
 /// A parameter value: a number or a word (`variant: "else"`).
@@ -109,10 +110,14 @@ pub enum Runner {
     /// a runtime), called once per case; the [`RunFn`] it returns is called
     /// for the warm-up and for every timed run.
     InProcess(Box<dyn FnOnce() -> RunFn>),
-    /// The Go program `go/` with this subcommand. It gets every workload
-    /// parameter as `-name=value` plus `-runs=N`, does its own warm-up and
-    /// timed runs, and prints one JSON line per run (see `peers::go`).
-    Go {
+    /// An external peer's program (Go, Erlang, Racket) with this
+    /// subcommand. It gets every workload parameter (`-name=value` for Go,
+    /// `name=value` for the others) plus `runs=N`, does its own warm-up and
+    /// timed runs in one process, and prints one JSON line per run (see
+    /// `peers::external`).
+    External {
+        /// Which program.
+        peer: Peer,
         /// Subcommand name, e.g. `spsc`.
         program: &'static str,
     },
@@ -128,6 +133,32 @@ pub enum Runner {
     /// The row cannot run in this build, for this reason (e.g. fibra's
     /// runtime rows without the `fibra-rt` feature): it is skipped with a note.
     Unavailable(&'static str),
+}
+
+impl Runner {
+    /// The Go program's subcommand `program`.
+    pub const fn go(program: &'static str) -> Self {
+        Self::External {
+            peer: Peer::Go,
+            program,
+        }
+    }
+
+    /// The Erlang program's workload `program`.
+    pub const fn erlang(program: &'static str) -> Self {
+        Self::External {
+            peer: Peer::Erlang,
+            program,
+        }
+    }
+
+    /// The Racket program's workload `program`.
+    pub const fn racket(program: &'static str) -> Self {
+        Self::External {
+            peer: Peer::Racket,
+            program,
+        }
+    }
 }
 
 /// One row to measure: a workload on a system.

@@ -23,7 +23,8 @@ OPTIONS:
     -h, --help       print this help
 
 OUTPUT:
-    a table on stdout (progress on stderr) and target/fibra-bench/report.json
+    a table on stdout (progress on stderr), target/fibra-bench/report.json and
+    an SVG bar chart per group, target/fibra-bench/<group>.svg
 ";
 
 /// The options of one benchmark run.

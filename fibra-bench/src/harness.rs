@@ -7,7 +7,7 @@ use std::panic::{self, AssertUnwindSafe};
 use std::time::Instant;
 
 use crate::case::{Case, Params, RunFn, Runner, Spec};
-use crate::peers::go::GoPeer;
+use crate::peers::external::{Peer, Peers};
 use crate::peers::{PeerRun, child};
 use crate::report::Row;
 
@@ -102,17 +102,17 @@ pub struct Summary {
     pub skipped: Vec<String>,
 }
 
-/// Runs rows and remembers per-run state such as the built Go programs.
+/// Runs rows and remembers per-run state such as the built peer programs.
 pub struct Harness {
     runs: usize,
-    go: GoPeer,
+    peers: Peers,
 }
 
 impl Harness {
-    /// A harness doing `runs` timed runs per row; `go` builds the Go peers
-    /// on first use.
-    pub fn new(runs: usize, go: GoPeer) -> Self {
-        Self { runs, go }
+    /// A harness doing `runs` timed runs per row; `peers` are prepared
+    /// (built, compiled) on first use.
+    pub fn new(runs: usize, peers: Peers) -> Self {
+        Self { runs, peers }
     }
 
     /// Runs every case in order, printing one progress line per row on
@@ -120,9 +120,15 @@ impl Harness {
     pub fn run_all(&mut self, cases: Vec<Case>) -> Result<Summary, BenchError> {
         let mut summary = Summary::default();
         let total = cases.len();
-        if cases.iter().any(|c| matches!(c.runner, Runner::Go { .. })) {
-            // Build before the first progress line, so the two don't mix.
-            let _ = self.go.binary();
+        // Prepare the peers before the first progress line, so the two
+        // don't mix.
+        for peer in Peer::ALL {
+            if cases
+                .iter()
+                .any(|c| matches!(c.runner, Runner::External { peer: p, .. } if p == peer))
+            {
+                let _ = self.peers.get(peer).launch();
+            }
         }
         for (i, case) in cases.into_iter().enumerate() {
             let label = case.label();
@@ -178,14 +184,15 @@ impl Harness {
         match runner {
             Runner::InProcess(setup) => measure_in_process(label, spec, setup, self.runs)
                 .map(|samples| Samples::Timed(samples, Params::new())),
-            Runner::Go { program } => match self.go.binary() {
-                Ok(binary) => {
-                    let reported = GoPeer::run(binary, program, &spec.params, self.runs)
+            Runner::External { peer, program } => match self.peers.get(peer).launch() {
+                Ok(launch) => {
+                    let reported = launch
+                        .run(program, &spec.params, self.runs)
                         .map_err(peer_error)?;
                     eprint!("{}", ".".repeat(reported.len()));
                     check_reported(label, spec, measured, self.runs, &reported)
                 }
-                Err(reason) => Ok(Samples::Skipped(format!("go rows: {reason}"))),
+                Err(reason) => Ok(Samples::Skipped(format!("{} rows: {reason}", peer.name()))),
             },
             Runner::Child { args } => {
                 let mut reported = Vec::with_capacity(self.runs + 1);
@@ -330,7 +337,7 @@ mod tests {
     }
 
     fn harness(runs: usize) -> Harness {
-        Harness::new(runs, GoPeer::unavailable("not in tests"))
+        Harness::new(runs, Peers::unavailable("not in tests"))
     }
 
     #[test]
@@ -442,13 +449,23 @@ mod tests {
     }
 
     #[test]
-    fn unavailable_go_skips_with_one_note() {
+    fn unavailable_peers_skip_with_one_note_each() {
         let cases = vec![
-            spec(7).on(System::Go, Runner::Go { program: "x" }),
-            spec(7).on(System::Go, Runner::Go { program: "y" }),
+            spec(7).on(System::Go, Runner::go("x")),
+            spec(7).on(System::Go, Runner::go("y")),
+            spec(7).on(System::Erlang, Runner::erlang("x")),
+            spec(7).on(System::Racket, Runner::racket("x")),
+            spec(7).on(System::Racket, Runner::racket("y")),
         ];
         let summary = harness(1).run_all(cases).unwrap();
         assert!(summary.rows.is_empty());
-        assert_eq!(summary.skipped, ["go rows: not in tests"]);
+        assert_eq!(
+            summary.skipped,
+            [
+                "go rows: not in tests",
+                "erlang rows: not in tests",
+                "racket rows: not in tests"
+            ]
+        );
     }
 }

@@ -2,7 +2,8 @@
 //!
 //! Runs every selected workload on fibra and on its peers in one run, prints
 //! a table with ratios on stdout (progress on stderr) and writes
-//! `target/fibra-bench/report.json`. See `--help` and BENCHMARKS.md.
+//! `target/fibra-bench/report.json` and one SVG bar chart per group
+//! (`target/fibra-bench/<group>.svg`). See `--help` and BENCHMARKS.md.
 
 mod case;
 mod cli;
@@ -20,7 +21,7 @@ use std::time::SystemTime;
 
 use cli::{Command, Options};
 use harness::Harness;
-use peers::go::GoPeer;
+use peers::external::Peers;
 use report::Report;
 
 fn main() -> ExitCode {
@@ -74,8 +75,8 @@ fn run(options: &Options, args: &[String]) -> Result<(), Box<dyn Error>> {
     }
 
     let output_dir = paths::output_dir();
-    let go = GoPeer::new(paths::go_source_dir(), output_dir.join("go-bin"));
-    let summary = Harness::new(options.runs, go).run_all(selected)?;
+    let peers = Peers::new(&output_dir);
+    let summary = Harness::new(options.runs, peers).run_all(selected)?;
 
     let mut report = Report::new(started, command_line(args));
     report.quick = options.quick;
@@ -85,6 +86,7 @@ fn run(options: &Options, args: &[String]) -> Result<(), Box<dyn Error>> {
     report.not_yet = not_yet;
     let path = output_dir.join("report.json");
     report.write_json(&path)?;
+    let charts = report::write_charts(&report, &output_dir, &workloads::groups())?;
 
     if options.json {
         println!("{}", serde_json::to_string_pretty(&report.to_json())?);
@@ -96,6 +98,9 @@ fn run(options: &Options, args: &[String]) -> Result<(), Box<dyn Error>> {
         print!("{}", report::render_missing(&report));
     }
     eprintln!("report: {}", path.display());
+    for chart in &charts {
+        eprintln!("chart:  {}", chart.display());
+    }
     Ok(())
 }
 

@@ -1,7 +1,9 @@
-//! Where things live: the workspace target directory and the Go sources.
+//! Where things live: the workspace target directory and the peers' sources.
 
 use std::env;
 use std::path::{Path, PathBuf};
+
+use crate::peers::external::Peer;
 
 /// The workspace target directory: `$CARGO_TARGET_DIR`, else the nearest
 /// ancestor of this executable that cargo marked with `CACHEDIR.TAG`, else
@@ -21,14 +23,15 @@ pub fn target_dir() -> PathBuf {
         .unwrap_or_else(|| manifest_dir().join("../target"))
 }
 
-/// `<target>/fibra-bench`: the report, and the built peers under `go-bin/`.
+/// `<target>/fibra-bench`: the report, the charts, and the built peers
+/// (`go-bin/`, `erlang-bin/`, `racket-compiled/`).
 pub fn output_dir() -> PathBuf {
     target_dir().join("fibra-bench")
 }
 
-/// The Go module of the Go peers.
-pub fn go_source_dir() -> PathBuf {
-    manifest_dir().join("go")
+/// The sources of an external peer: `fibra-bench/go`, `erlang`, `racket`.
+pub fn peer_source_dir(peer: Peer) -> PathBuf {
+    manifest_dir().join(peer.name())
 }
 
 fn manifest_dir() -> &'static Path {

@@ -38,6 +38,13 @@ pub enum System {
     FlumeTokioMt,
     /// Goroutines and Go channels (a separate program, see `go/`).
     Go,
+    /// Erlang/OTP processes and message passing (a separate program, see
+    /// `erlang/`), on the default SMP VM (one scheduler per core).
+    Erlang,
+    /// Racket threads and rendezvous channels (`make-channel`; a separate
+    /// program, see `racket/`). Racket threads are green threads on one OS
+    /// thread.
+    Racket,
     /// A reference, not a peer: the least a single-threaded executor can do
     /// for the pattern (a hand-rolled executor polling two futures that hand
     /// a value through a shared slot).
@@ -62,6 +69,8 @@ impl System {
             Self::TokioMt => "tokio-mt",
             Self::FlumeTokioMt => "flume-tokio-mt",
             Self::Go => "go",
+            Self::Erlang => "erlang",
+            Self::Racket => "racket",
             Self::Floor => "floor",
         }
     }
@@ -88,12 +97,14 @@ impl System {
     /// those rows do not exist (the task workloads, which run fibra on its
     /// own runtime), tokio-ct, tokio-ct-oneshot and the floor are compared
     /// with `fibra-ct`, tokio-mt with `fibra`. Go (an M:N runtime on every
-    /// core) is compared with `fibra` first and `fibra-threads` second; see
-    /// also [`Self::vs_best_fibra`].
+    /// core) is compared with `fibra` first and `fibra-threads` second;
+    /// Erlang and Racket with `fibra` (the runtime a user gets by default).
+    /// See also [`Self::vs_best_fibra`].
     pub const fn baseline(self) -> &'static [System] {
         match self {
             Self::Crossbeam | Self::FlumeThreads => &[Self::FibraThreads],
             Self::Go => &[Self::Fibra, Self::FibraThreads],
+            Self::Erlang | Self::Racket => &[Self::Fibra],
             Self::TokioCt | Self::FlumeTokioCt => &[Self::FibraTokioCt, Self::FibraCt],
             Self::TokioCtOneshot | Self::Floor => &[Self::FibraCt],
             Self::TokioMt | Self::FlumeTokioMt => &[Self::FibraTokioMt, Self::Fibra],
@@ -106,9 +117,12 @@ impl System {
         }
     }
 
-    /// Whether the peer is also compared with the fastest fibra row.
+    /// Whether the peer is also compared with the fastest fibra row: the
+    /// language runtimes (Go, Erlang, Racket), whose execution model matches
+    /// none of fibra's rows exactly (Racket's threads, for one, share one OS
+    /// thread, like `fibra-ct`).
     pub const fn vs_best_fibra(self) -> bool {
-        matches!(self, Self::Go)
+        matches!(self, Self::Go | Self::Erlang | Self::Racket)
     }
 }
 

@@ -1,5 +1,5 @@
 //! The Go peer: one Go program (`fibra-bench/go/`, a subcommand per
-//! workload), built at run time into the target directory.
+//! workload), built at run time into `<target>/fibra-bench/go-bin/`.
 //!
 //! Protocol: `fibra-bench-go <program> -<param>=<value>... -runs=N` does one
 //! warm-up run and N timed runs and prints one JSON line per run:
@@ -10,107 +10,27 @@
 use std::env;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Instant;
 
-use crate::case::Params;
-
-use super::{PeerRun, parse_run};
+use super::external::{ExternalPeer, Launch, Peer, find_on_path, first_line};
 
 /// Name of the built executable.
 const BINARY_NAME: &str = "fibra-bench-go";
 
-/// The Go programs, built on first use.
-pub struct GoPeer {
-    state: State,
-}
-
-enum State {
-    NotBuilt {
-        source_dir: PathBuf,
-        bin_dir: PathBuf,
-    },
-    Built(PathBuf),
-    Unavailable(String),
-}
-
-impl GoPeer {
-    /// Go sources in `source_dir`, to be built into `bin_dir`.
-    pub fn new(source_dir: PathBuf, bin_dir: PathBuf) -> Self {
-        Self {
-            state: State::NotBuilt {
-                source_dir,
-                bin_dir,
-            },
-        }
-    }
-
-    /// A Go peer that is known to be unusable, for `reason`.
-    #[cfg(test)]
-    pub fn unavailable(reason: &str) -> Self {
-        Self {
-            state: State::Unavailable(reason.to_string()),
-        }
-    }
-
-    /// The built program, building it first if needed (progress on stderr).
-    /// `Err(reason)` when `go` is missing or the build fails: Go rows are
-    /// then skipped, never failed.
-    pub fn binary(&mut self) -> Result<&Path, &str> {
-        if let State::NotBuilt {
-            source_dir,
-            bin_dir,
-        } = &self.state
-        {
-            let started = Instant::now();
-            eprint!("building Go peers ({}) ... ", source_dir.display());
-            self.state = match build(source_dir, bin_dir) {
-                Ok(binary) => {
-                    eprintln!("ok ({:.1} s)", started.elapsed().as_secs_f64());
-                    State::Built(binary)
-                }
-                Err(reason) => {
-                    eprintln!("{reason}: go rows will be skipped");
-                    State::Unavailable(reason)
-                }
-            };
-        }
-        match &self.state {
-            State::Built(binary) => Ok(binary),
-            State::Unavailable(reason) => Err(reason),
-            State::NotBuilt { .. } => unreachable!("built above"),
-        }
-    }
-
-    /// Runs `program` with the workload parameters; returns every run it
-    /// reported (warm-up first). `Err` if it crashed or printed garbage.
-    pub fn run(
-        binary: &Path,
-        program: &str,
-        params: &Params,
-        runs: usize,
-    ) -> Result<Vec<PeerRun>, String> {
-        let mut command = Command::new(binary);
-        command.arg(program);
-        for (name, value) in params.iter() {
-            command.arg(format!("-{name}={value}"));
-        }
-        command.arg(format!("-runs={runs}"));
-        let output = command
-            .output()
-            .map_err(|e| format!("cannot start {}: {e}", binary.display()))?;
-        if !output.status.success() {
-            return Err(format!(
-                "{command:?} exited with {}: {}",
-                output.status,
-                String::from_utf8_lossy(&output.stderr).trim()
-            ));
-        }
-        String::from_utf8_lossy(&output.stdout)
-            .lines()
-            .filter(|line| !line.trim().is_empty())
-            .map(parse_run)
-            .collect()
-    }
+/// The Go peer: sources in `source_dir`, built into `<output_dir>/go-bin`.
+pub fn peer(source_dir: PathBuf, output_dir: &Path) -> ExternalPeer {
+    let bin_dir = output_dir.join("go-bin");
+    ExternalPeer::new(
+        Peer::Go,
+        format!("go build {}", source_dir.display()),
+        Box::new(move || {
+            build(&source_dir, &bin_dir).map(|binary| Launch {
+                program: binary,
+                args: Vec::new(),
+                env: Vec::new(),
+                param_prefix: "-",
+            })
+        }),
+    )
 }
 
 /// Builds the Go module in `source_dir` into `bin_dir`.
@@ -141,9 +61,7 @@ fn build(source_dir: &Path, bin_dir: &Path) -> Result<PathBuf, String> {
         Err(e) => return Err(format!("cannot run `go build`: {e}")),
     };
     if !output.status.success() {
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        let first = stderr.lines().next().unwrap_or("(no output)");
-        return Err(format!("`go build` failed: {first}"));
+        return Err(format!("`go build` failed: {}", first_line(&output.stderr)));
     }
     Ok(binary)
 }
@@ -151,9 +69,7 @@ fn build(source_dir: &Path, bin_dir: &Path) -> Result<PathBuf, String> {
 /// `go` from PATH, else from `$GOROOT/bin` or the standard install
 /// location (a non-login shell may lack `/usr/local/go/bin` on its PATH).
 fn go_command() -> PathBuf {
-    let on_path = env::var_os("PATH")
-        .is_some_and(|path| env::split_paths(&path).any(|dir| dir.join("go").is_file()));
-    if on_path {
+    if find_on_path("go").is_some() {
         return PathBuf::from("go");
     }
     env::var_os("GOROOT")

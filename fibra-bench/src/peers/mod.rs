@@ -1,14 +1,17 @@
 //! Peers that run outside this process and report their runs to the
-//! harness: programs in other languages (Go), and fresh processes of this
-//! executable ([`child`]).
+//! harness: programs in other languages (Go, Erlang, Racket: see
+//! [`external`]), and fresh processes of this executable ([`child`]).
 //!
-//! Both print one JSON line per run:
+//! All print one JSON line per run:
 //! `{"warmup":false,"seconds":0.0123,"result":42,"bytes_per_task":312}`.
 //! `warmup`, `seconds` and `result` are required; every other numeric field
 //! is a figure the run measured (see [`crate::case::Case::measured`]).
 
 pub mod child;
+pub mod erlang;
+pub mod external;
 pub mod go;
+pub mod racket;
 
 use serde_json::Value;
 

@@ -2,6 +2,7 @@
 
 mod date;
 mod ratio;
+mod svg;
 mod table;
 
 use std::path::Path;
@@ -16,6 +17,7 @@ use crate::system::System;
 
 pub use date::utc_iso8601;
 pub use ratio::{Ratio, RowRatios, ratios};
+pub use svg::write_charts;
 pub use table::{render_missing, render_table};
 
 /// One measured row.

@@ -6,8 +6,9 @@
 //!   where that row exists (OS-thread peers against `fibra-threads`, tokio
 //!   peers against fibra's channels on the same tokio runtime), else fibra
 //!   on its own runtime (tokio-ct, tokio-ct-oneshot and the floor against
-//!   `fibra-ct`; tokio-mt and Go against `fibra`).
-//! * `vs_best_fibra`: for Go only ([`System::vs_best_fibra`]), against the
+//!   `fibra-ct`; tokio-mt, Go, Erlang and Racket against `fibra`).
+//! * `vs_best_fibra`: for Go, Erlang and Racket
+//!   ([`System::vs_best_fibra`]), against the
 //!   fastest fibra row of the same work.
 //!
 //! A ratio is absent when its fibra row was not run.
@@ -128,5 +129,26 @@ mod tests {
         assert_eq!(vs(7), Some((System::FibraCt, 0.5)));
         let best = r[6].vs_best_fibra.unwrap();
         assert_eq!((best.fibra, best.value), (System::FibraCt, 4.0));
+    }
+
+    #[test]
+    fn erlang_and_racket_compare_with_fibra_and_the_best_fibra() {
+        let rows = [
+            row("a", System::Fibra, 1.0),
+            row("a", System::FibraCt, 0.5),
+            row("a", System::Erlang, 3.0),
+            row("a", System::Racket, 4.0),
+        ];
+        let r = ratios(&rows);
+        for (i, vs, best) in [(2, 3.0, 6.0), (3, 4.0, 8.0)] {
+            assert_eq!(
+                r[i].vs_fibra.map(|x| (x.fibra, x.value)),
+                Some((System::Fibra, vs))
+            );
+            assert_eq!(
+                r[i].vs_best_fibra.map(|x| (x.fibra, x.value)),
+                Some((System::FibraCt, best))
+            );
+        }
     }
 }

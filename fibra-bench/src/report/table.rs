@@ -28,9 +28,9 @@ ratios = peer median / fibra median for the same workload and params (> 1: fibra
   vs fibra:      the fibra row of the same context: crossbeam, flume-threads vs fibra-threads;
                  tokio-ct, flume-tokio-ct vs fibra-tokio-ct; tokio-mt, flume-tokio-mt vs fibra-tokio-mt;
                  where fibra runs on its own runtime (task workloads): tokio-ct, tokio-ct-oneshot vs fibra-ct,
-                 tokio-mt vs fibra; go vs fibra, else fibra-threads
+                 tokio-mt vs fibra; go vs fibra, else fibra-threads; erlang, racket vs fibra
   floor:         a reference, not a peer: a hand-rolled single-threaded executor (vs fibra-ct; < 1 is expected)
-  vs best fibra: go only, vs the fastest fibra row (named)";
+  vs best fibra: go, erlang and racket, vs the fastest fibra row (named)";
 
 /// The table of measured rows, a legend, and the rows' footnotes.
 pub fn render_table(report: &Report) -> String {

@@ -12,11 +12,16 @@
 use crate::case::{Case, Params, Runner, Spec};
 use crate::exec::{fibra_rows, on_tokio_ct, on_tokio_mt, tokio_join_sum};
 use crate::system::System;
-use crate::workloads::Config;
 use crate::workloads::spsc::TOKIO_NOTE;
+use crate::workloads::{Config, langs};
 
 /// `(links, messages in a full run, messages with --quick)`.
 const SIZES: [(u64, u64, u64); 3] = [(0, 500_000, 2_000), (10, 50_000, 500), (100, 5_000, 50)];
+
+/// How the Erlang rows work.
+const ERLANG_NOTE: &str = "erlang: mailboxes are asynchronous, so the rendezvous is \
+     emulated: every process acks each message it takes and a sender waits for the ack (2 \
+     messages per hop)";
 
 /// The rows: every system for every chain length.
 pub fn cases(config: &Config) -> Vec<Case> {
@@ -48,8 +53,9 @@ pub fn cases(config: &Config) -> Vec<Case> {
                     System::TokioMt,
                     on_tokio_mt(move || tokio_chain(links, messages)),
                 ),
-                spec.on(System::Go, Runner::Go { program: "chain" }),
+                spec.on(System::Go, Runner::go("chain")),
             ]);
+            rows.extend(langs::rows(&spec, "chain", ERLANG_NOTE));
             rows.into_iter()
                 .map(move |case| case.with_extra("sends", messages * (links + 1)))
         })

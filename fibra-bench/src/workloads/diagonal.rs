@@ -69,12 +69,7 @@ pub fn cases(config: &Config) -> Vec<Case> {
                     System::TokioMt,
                     on_tokio_mt(move || tokio_diagonal(dimensions, repeats)),
                 ),
-                spec.on(
-                    System::Go,
-                    Runner::Go {
-                        program: "diagonal",
-                    },
-                ),
+                spec.on(System::Go, Runner::go("diagonal")),
             ]);
             rows
         })

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use crate::case::{Case, Params, Runner, Spec};
 use crate::exec::{fibra_rows, on_tokio_ct, on_tokio_mt, tokio_join_sum};
 use crate::system::System;
-use crate::workloads::Config;
+use crate::workloads::{Config, langs};
 
 /// Consumer counts.
 const CONSUMERS: [u64; 2] = [10, 100];
@@ -22,6 +22,11 @@ const CONSUMERS: [u64; 2] = [10, 100];
 /// What tokio rows do differently.
 const TOKIO_NOTE: &str = "tokio mpsc has one receiver and no rendezvous: tokio rows share \
      an mpsc::channel(1) receiver behind a tokio::sync::Mutex";
+
+/// How the Erlang rows work.
+const ERLANG_NOTE: &str = "erlang: no channel with competing receivers; each consumer asks \
+     the producer for every value ({ready, Pid}) and the producer hands the next one to \
+     whoever asked, a rendezvous emulated with 2 messages per value";
 
 /// The rows: every system for every consumer count.
 pub fn cases(config: &Config) -> Vec<Case> {
@@ -53,8 +58,9 @@ pub fn cases(config: &Config) -> Vec<Case> {
                     System::TokioMt,
                     on_tokio_mt(move || tokio_fan_out(consumers, messages)),
                 ),
-                spec.on(System::Go, Runner::Go { program: "fan-out" }),
+                spec.on(System::Go, Runner::go("fan-out")),
             ]);
+            rows.extend(langs::rows(&spec, "fan-out", ERLANG_NOTE));
             rows
         })
         .collect()

@@ -82,7 +82,7 @@ pub fn cases(config: &Config) -> Vec<Case> {
         runner
     };
     let go = if has_statm {
-        Runner::Go { program: WORKLOAD }
+        Runner::go(WORKLOAD)
     } else {
         child(System::Go)
     };

@@ -4,7 +4,9 @@
 //! (one [`crate::case::Spec`] per parameter set, [`crate::case::Spec::on`]
 //! per system; [`crate::exec::fibra_rows!`] for the rows on fibra's own
 //! runtime), add it to [`all`], and, for a Go peer, a subcommand of the
-//! program in `go/`. Its name then drops out of the "not yet" list.
+//! program in `go/` (Erlang: a `workload/2` clause in
+//! `erlang/fibra_bench.erl`; Racket: a case in `racket/main.rkt`; see
+//! [`langs`]). Its name then drops out of the "not yet" list.
 //! A workload whose runs need a fresh process each
 //! ([`crate::case::Runner::Child`]) also answers in [`run_child`].
 
@@ -13,6 +15,7 @@ mod diagonal;
 mod fan_out;
 mod floor;
 mod idle_memory;
+mod langs;
 mod ping_pong;
 mod sieve;
 mod spawn_join;
@@ -114,6 +117,11 @@ const CATALOGUE: &[(&str, &[&str])] = &[
     ),
 ];
 
+/// Every group of BENCHMARKS.md, in catalogue order.
+pub fn groups() -> Vec<&'static str> {
+    CATALOGUE.iter().map(|&(group, _)| group).collect()
+}
+
 /// The catalogue's workloads that no case in `cases` implements, per group
 /// (groups with nothing missing are left out).
 pub fn not_yet(cases: &[Case]) -> Vec<(&'static str, Vec<&'static str>)> {
@@ -138,6 +146,8 @@ pub fn not_yet(cases: &[Case]) -> Vec<(&'static str, Vec<&'static str>)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::case::Runner;
+    use crate::system::System;
 
     #[test]
     fn rows_are_well_formed() {
@@ -183,6 +193,35 @@ mod tests {
                 .collect();
             for system in ["fibra", "fibra-1", "fibra-ct", "tokio-ct", "tokio-mt", "go"] {
                 assert!(systems.contains(&system), "{workload}: no {system} row");
+            }
+        }
+    }
+
+    #[test]
+    fn erlang_and_racket_run_the_workloads_that_fit_them() {
+        let cases = all(&Config::default());
+        let expected = [
+            ("fibers", "chain", 3),
+            ("fibers", "ping-pong", 3),
+            ("fibers", "fan-out", 2),
+            ("general", "spawn-join", 1),
+        ];
+        for system in [System::Erlang, System::Racket] {
+            let rows: Vec<&Case> = cases.iter().filter(|c| c.system == system).collect();
+            for (group, workload, count) in expected {
+                let n = rows
+                    .iter()
+                    .filter(|c| c.spec.group == group && c.spec.workload == workload)
+                    .count();
+                assert_eq!(n, count, "{system} {workload}");
+            }
+            assert_eq!(rows.len(), 9, "{system}: no other rows");
+            for row in rows {
+                assert!(row.note.is_some(), "{}: says how it works", row.label());
+                let Runner::External { program, .. } = row.runner else {
+                    panic!("{}: not an external program", row.label());
+                };
+                assert_eq!(program, row.spec.workload);
             }
         }
     }

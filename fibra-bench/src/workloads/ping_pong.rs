@@ -7,15 +7,15 @@
 //! over the pairs; the Fibers post gives no count. Rows: fibra on its own
 //! runtime, tokio (`mpsc::channel(1)` both ways; and `tokio-ct-oneshot`,
 //! where each ping carries a oneshot sender for its reply, tokio's best
-//! flavour of a round trip), Go, and for one pair the `floor` (see
-//! [`super::floor`]).
+//! flavour of a round trip), Go, Erlang, Racket, and for one pair the
+//! `floor` (see [`super::floor`]).
 
 use crate::case::{Case, Params, Runner, Spec};
 use crate::exec::{fibra_rows, on_threads, on_tokio_ct, on_tokio_mt, tokio_join_sum};
 use crate::system::System;
 use crate::workloads::Config;
-use crate::workloads::floor;
 use crate::workloads::spsc::TOKIO_NOTE;
+use crate::workloads::{floor, langs};
 
 /// Pair counts.
 const PAIRS: [u64; 3] = [1, 10, 100];
@@ -25,6 +25,10 @@ const TOTAL: (u64, u64) = (250_000, 1_000);
 /// How the oneshot row does its round trips.
 const ONESHOT_NOTE: &str = "tokio-ct-oneshot: pings over mpsc::channel(1), each carrying a \
      oneshot sender for its reply";
+
+/// How the Erlang rows work.
+const ERLANG_NOTE: &str = "erlang: processes and asynchronous mailboxes; each ping waits for \
+     its pong, so no rendezvous emulation is needed";
 
 /// The rows: every system for every pair count.
 pub fn cases(config: &Config) -> Vec<Case> {
@@ -61,13 +65,9 @@ pub fn cases(config: &Config) -> Vec<Case> {
                     System::TokioMt,
                     on_tokio_mt(move || tokio_pairs(pairs, round_trips)),
                 ),
-                spec.on(
-                    System::Go,
-                    Runner::Go {
-                        program: "ping-pong",
-                    },
-                ),
+                spec.on(System::Go, Runner::go("ping-pong")),
             ]);
+            rows.extend(langs::rows(&spec, "ping-pong", ERLANG_NOTE));
             if pairs == 1 {
                 rows.push(spec.on(
                     System::Floor,

@@ -98,7 +98,7 @@ pub fn cases(config: &Config) -> Vec<Case> {
                     System::TokioMt,
                     on_tokio_mt(move || tokio_sieve(count, last)),
                 ),
-                spec.on(System::Go, Runner::Go { program: "sieve" }),
+                spec.on(System::Go, Runner::go("sieve")),
             ]);
             rows
         })

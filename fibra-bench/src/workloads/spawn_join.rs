@@ -3,7 +3,9 @@
 //! return. Result: the sum. Ops: tasks.
 //!
 //! Go has no join handles: its goroutines store their value in a slice and
-//! a `sync.WaitGroup` is the join.
+//! a `sync.WaitGroup` is the join. Nor has Erlang (each process sends its
+//! value to the root, which receives them in any order) or Racket (each
+//! thread stores its value in a vector; `thread-wait` in spawn order).
 //!
 //! BENCHMARKS.md says 1M tasks; a full run uses 200,000 (see [`NOTE`]).
 
@@ -12,9 +14,27 @@ use crate::exec::{fibra_rows, on_tokio_ct, on_tokio_mt, tokio_join_sum};
 use crate::system::System;
 use crate::workloads::Config;
 
-/// Why the task count is not BENCHMARKS.md's.
-const NOTE: &str = "spawn-join: scaled down from 1M tasks (BENCHMARKS.md) to 200k, \
-     so that a run stays under ~1 s on this 2-core machine";
+/// Why the task count is not BENCHMARKS.md's (a macro, so that the peers'
+/// notes can repeat it).
+macro_rules! scaled_note {
+    () => {
+        "spawn-join: scaled down from 1M tasks (BENCHMARKS.md) to 200k, \
+         so that a run stays under ~1 s on this 2-core machine"
+    };
+}
+const NOTE: &str = scaled_note!();
+/// The Erlang row's note.
+const ERLANG_NOTE: &str = concat!(
+    scaled_note!(),
+    "; erlang: spawn (no link), each process sends its value to the root, which receives \
+     them in any order (no join handles)"
+);
+/// The Racket row's note.
+const RACKET_NOTE: &str = concat!(
+    scaled_note!(),
+    "; racket: green threads on one OS thread; each stores its value in a vector, then \
+     thread-wait on each in spawn order (threads return no value)"
+);
 
 /// The rows.
 pub fn cases(config: &Config) -> Vec<Case> {
@@ -36,14 +56,16 @@ pub fn cases(config: &Config) -> Vec<Case> {
             System::TokioMt,
             on_tokio_mt(move || tokio_spawn_join(tasks)),
         ),
-        spec.on(
-            System::Go,
-            Runner::Go {
-                program: "spawn-join",
-            },
-        ),
+        spec.on(System::Go, Runner::go("spawn-join")),
     ]);
-    rows.into_iter().map(|case| case.with_note(NOTE)).collect()
+    rows = rows.into_iter().map(|case| case.with_note(NOTE)).collect();
+    rows.extend([
+        spec.on(System::Erlang, Runner::erlang("spawn-join"))
+            .with_note(ERLANG_NOTE),
+        spec.on(System::Racket, Runner::racket("spawn-join"))
+            .with_note(RACKET_NOTE),
+    ]);
+    rows
 }
 
 /// tokio: spawned from a root task (on a worker, like Go's main goroutine).

@@ -88,7 +88,7 @@ fn rows(spec: &Spec, messages: u64, capacity: usize) -> Vec<Case> {
             System::FlumeTokioMt,
             on_tokio_mt(move || flume_tasks(messages, capacity)),
         ),
-        spec.on(System::Go, Runner::Go { program: "spsc" }),
+        spec.on(System::Go, Runner::go("spsc")),
     ]
 }
 
