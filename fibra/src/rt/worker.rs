@@ -1,7 +1,7 @@
 //! The worker loop: where tasks run.
 //!
-//! Each worker owns a FIFO run queue (stealable) and a LIFO "next" slot (not
-//! stealable). A task woken by the task running on this worker goes to `next`
+//! Each worker owns a FIFO run queue (stealable), a LIFO "next" slot and a
+//! FIFO "hot" queue of tasks displaced from `next` (neither stealable). A task woken by the task running on this worker goes to `next`
 //! and runs as soon as the waker blocks or yields: a communicating pair stays
 //! on one core and hands off without touching any shared queue or the OS
 //! (Go's `runnext`; the parasite paper's migration to the point of
@@ -20,9 +20,15 @@ use super::task::TaskRef;
 use super::{Shared, budget};
 use crossbeam_deque::{Steal, Worker as Deque};
 use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 const MAX_NEXT_STREAK: u32 = 16;
+/// Tasks displaced from `next` wait in the worker's private `hot` queue, up
+/// to this many; beyond, they go to the stealable queue.
+const HOT_MAX: usize = 256;
+/// Every this many ticks the stealable queue goes before the hot one.
+const LOCAL_FIRST_INTERVAL: u32 = 31;
 const INJECTOR_INTERVAL: u32 = 61;
 /// Rounds of stealing before a worker parks; between rounds it spins, then
 /// yields: about 60 µs in all here, less than the cost of the OS wake-up a
@@ -34,6 +40,11 @@ pub(crate) struct WorkerCtx {
     pub(crate) index: usize,
     local: Deque<TaskRef>,
     next: RefCell<Option<TaskRef>>,
+    /// Tasks woken by the tasks running here and displaced from `next` (a
+    /// producer waking consumers). Not stealable: they talk to the tasks on
+    /// this worker through the same channels, and moving them to another
+    /// core would make every message cross cores.
+    hot: RefCell<VecDeque<TaskRef>>,
     streak: Cell<u32>,
     tick: Cell<u32>,
 }
@@ -60,6 +71,7 @@ impl WorkerCtx {
             index,
             local,
             next: RefCell::new(None),
+            hot: RefCell::new(VecDeque::new()),
             streak: Cell::new(0),
             tick: Cell::new(0),
         }
@@ -68,7 +80,12 @@ impl WorkerCtx {
     /// Gives back the local queue (current-thread flavour, between
     /// `block_on` calls).
     pub(crate) fn into_local(self) -> Deque<TaskRef> {
-        if let Some(t) = self.next.into_inner() {
+        for t in self
+            .next
+            .into_inner()
+            .into_iter()
+            .chain(self.hot.into_inner())
+        {
             self.local.push(t);
         }
         self.local
@@ -97,7 +114,16 @@ impl WorkerCtx {
     pub(crate) fn schedule_next(&self, task: TaskRef) {
         let displaced = self.next.borrow_mut().replace(task);
         if let Some(old) = displaced {
-            self.schedule_back(old);
+            // A burst of wakes from the running task (a producer feeding
+            // consumers): keep them here, next to the channel they share,
+            // rather than let another core steal them and fight over it.
+            let mut hot = self.hot.borrow_mut();
+            if hot.len() < HOT_MAX {
+                hot.push_back(old);
+            } else {
+                drop(hot);
+                self.schedule_back(old);
+            }
         }
     }
 
@@ -130,12 +156,18 @@ impl WorkerCtx {
                 self.streak.set(self.streak.get() + 1);
                 return Some(t);
             }
-            // Give the queue a turn.
-            self.local.push(t);
-            self.offer_work();
+            // Give the others a turn: behind the hot queue (it stays on
+            // this worker: it is talking to tasks here).
+            self.hot.borrow_mut().push_back(t);
         }
         self.streak.set(0);
-        self.local.pop().or_else(|| self.steal_injector())
+        let hot = || self.hot.borrow_mut().pop_front();
+        if tick % LOCAL_FIRST_INTERVAL == 0 {
+            self.local.pop().or_else(hot)
+        } else {
+            hot().or_else(|| self.local.pop())
+        }
+        .or_else(|| self.steal_injector())
     }
 
     fn steal_injector(&self) -> Option<TaskRef> {
