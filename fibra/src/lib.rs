@@ -55,8 +55,8 @@ pub use chan::{
     TrySendError, bounded, channel, unbounded,
 };
 pub use op::{
-    Always, BlockCx, BoxOp, Branches, Choose, Guard, Nack, Never, Op, Perform, WithNack, Wrap,
-    always, block_on, choose, choose_biased, guard, never, seed_choice_rng, with_nack,
+    Always, BoxOp, Branches, Choose, Guard, Nack, Never, Op, Perform, WithNack, Wrap, always,
+    block_on, choose, choose_biased, guard, never, seed_choice_rng, with_nack,
 };
 pub use rt::{
     Builder, Handle, JoinError, JoinHandle, JoinOp, Runtime, run, spawn, spawn_blocking, yield_now,

@@ -243,3 +243,29 @@ fn a_token_passes_around_a_ring_of_stages_on_different_executors() {
     s2.join().unwrap();
     s3.join().unwrap();
 }
+
+#[test]
+fn ops_work_on_smol_and_meet_an_os_thread() {
+    let (tx, rx) = fibra::channel::<u64>();
+    let (back_tx, back_rx) = fibra::channel::<u64>();
+    let echo = std::thread::spawn(move || {
+        while let Ok(v) = rx.recv_blocking() {
+            back_tx.send_blocking(v * 2).unwrap();
+        }
+    });
+    let sum = smol::block_on(async {
+        let ex = smol::Executor::new();
+        ex.run(async {
+            let mut sum = 0;
+            for i in 0..1000 {
+                tx.send(i).await.unwrap();
+                sum += back_rx.recv().await.unwrap();
+            }
+            drop(tx);
+            sum
+        })
+        .await
+    });
+    echo.join().unwrap();
+    assert_eq!(sum, 999 * 1000);
+}

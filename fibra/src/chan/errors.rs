@@ -3,6 +3,14 @@
 use std::fmt;
 
 /// A send failed because every receiver is gone; the value is returned.
+///
+/// ```
+/// use fibra::SendError;
+///
+/// let (tx, rx) = fibra::channel();
+/// drop(rx);
+/// assert_eq!(tx.send_blocking("x"), Err(SendError("x")));
+/// ```
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct SendError<T>(pub T);
 
@@ -35,6 +43,13 @@ impl<T> std::error::Error for SendError<T> {}
 
 /// Why [`Sender::try_send`](crate::Sender::try_send) did not send; the value
 /// is returned either way.
+///
+/// ```
+/// use fibra::TrySendError;
+///
+/// let (tx, _rx) = fibra::bounded(0);
+/// assert_eq!(tx.try_send(1), Err(TrySendError::Full(1)));
+/// ```
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum TrySendError<T> {
     /// Nobody could take the value now: the buffer is full, or (rendezvous)
@@ -108,6 +123,12 @@ impl<T> From<SendError<T>> for TrySendError<T> {
 }
 
 /// A receive failed because every sender is gone and the channel is empty.
+///
+/// ```
+/// let (tx, rx) = fibra::channel::<u8>();
+/// drop(tx);
+/// assert_eq!(rx.recv_blocking(), Err(fibra::RecvError));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RecvError;
 
@@ -120,6 +141,15 @@ impl fmt::Display for RecvError {
 impl std::error::Error for RecvError {}
 
 /// Why [`Receiver::try_recv`](crate::Receiver::try_recv) returned nothing.
+///
+/// ```
+/// use fibra::TryRecvError;
+///
+/// let (tx, rx) = fibra::channel::<u8>();
+/// assert_eq!(rx.try_recv(), Err(TryRecvError::Empty));
+/// drop(tx);
+/// assert_eq!(rx.try_recv(), Err(TryRecvError::Disconnected));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TryRecvError {
     /// Nothing to receive now.

@@ -57,6 +57,15 @@ fn wake(waker: Option<Waker>) {
 ///
 /// Commits when a value is available; yields `Err(RecvError)` once every
 /// sender is gone and the channel is empty.
+///
+/// ```
+/// use fibra::{Op, RecvOp};
+///
+/// let (tx, rx) = fibra::bounded(1);
+/// tx.try_send(4).unwrap();
+/// let op: RecvOp<'_, i32> = rx.recv_op();
+/// assert_eq!(op.perform(), Ok(4));
+/// ```
 #[must_use = "an op does nothing unless performed"]
 pub struct RecvOp<'a, T> {
     chan: ChanRef<'a, T>,
@@ -186,6 +195,15 @@ impl<T> Op for RecvOp<'_, T> {
 /// room; yields `Err(SendError(value))`, handing the value back, once every
 /// receiver is gone. If the op is never performed or loses a choice, the
 /// value stays in it: get it back with [`SendOp::into_value`].
+///
+/// ```
+/// use fibra::{Op, SendOp};
+///
+/// let (tx, rx) = fibra::bounded(1);
+/// let op: SendOp<'_, i32> = tx.send_op(4);
+/// op.perform().unwrap();
+/// assert_eq!(rx.try_recv(), Ok(4));
+/// ```
 #[must_use = "an op does nothing unless performed"]
 pub struct SendOp<'a, T> {
     chan: ChanRef<'a, T>,

@@ -18,6 +18,14 @@ use std::pin::Pin;
 /// A set of branches for [`choose`]: a tuple of ops with the same output
 /// (up to 12), an array or a `Vec` of ops of one type, or a `Vec` of
 /// [`BoxOp`]s for ops of different types.
+///
+/// ```
+/// use fibra::{Branches, always};
+///
+/// assert_eq!((always(1), always(2)).count(), 2);
+/// assert_eq!([always(1), always(2), always(3)].count(), 3);
+/// assert_eq!(vec![always(1)].count(), 1);
+/// ```
 pub trait Branches: Sealed {
     /// What every branch yields.
     type Output;
@@ -83,6 +91,13 @@ pub fn choose_biased<B: Branches>(branches: B) -> Choose<B> {
 }
 
 /// The op returned by [`choose`] and [`choose_biased`].
+///
+/// ```
+/// use fibra::{Choose, Op, always, choose};
+///
+/// let op: Choose<(_, _)> = choose((always(1), always(1)));
+/// assert_eq!(op.perform(), 1);
+/// ```
 pub struct Choose<B> {
     branches: B,
     biased: bool,

@@ -15,6 +15,13 @@ pub fn always<T>(value: T) -> Always<T> {
 }
 
 /// The op returned by [`always`].
+///
+/// ```
+/// use fibra::{Always, Op, always};
+///
+/// let op: Always<&str> = always("now");
+/// assert_eq!(op.try_perform().ok(), Some("now"));
+/// ```
 #[derive(Debug, Clone)]
 pub struct Always<T> {
     value: Option<T>,
@@ -62,6 +69,13 @@ pub fn never<T>() -> Never<T> {
 }
 
 /// The op returned by [`never()`].
+///
+/// ```
+/// use fibra::{Never, Op, never};
+///
+/// let op: Never<u8> = never();
+/// assert!(op.try_perform().is_err());
+/// ```
 #[derive(Debug)]
 pub struct Never<T>(PhantomData<fn() -> T>);
 
@@ -93,6 +107,13 @@ impl<T> Op for Never<T> {
 
 pin_project_lite::pin_project! {
     /// The op returned by [`Op::wrap`].
+    ///
+    /// ```
+    /// use fibra::{Op, always};
+    ///
+    /// let op = always(3).wrap(|x| x * 2);
+    /// assert_eq!(op.perform(), 6);
+    /// ```
     pub struct Wrap<O, F> {
         #[pin]
         op: O,
@@ -173,6 +194,13 @@ where
 }
 
 /// The op returned by [`guard`].
+///
+/// ```
+/// use fibra::{Guard, Op, always, guard};
+///
+/// let op = guard(|| always(5));
+/// assert_eq!(op.perform(), 5);
+/// ```
 pub struct Guard<F, O> {
     build: F,
     op: Option<O>,

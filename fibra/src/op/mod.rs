@@ -60,6 +60,7 @@ use std::pin::Pin;
 ///
 /// This is part of fibra's internal op protocol; it cannot be built outside
 /// fibra.
+#[doc(hidden)]
 #[derive(Clone, Copy)]
 pub struct BlockCx<'a> {
     pub(crate) state: &'a OpState,

@@ -88,6 +88,21 @@ impl Nack {
     }
 
     /// Whether the branch already lost.
+    ///
+    /// ```
+    /// use fibra::{Op, always, choose_biased, never, with_nack};
+    ///
+    /// let mut nack = None;
+    /// choose_biased((
+    ///     always(()),
+    ///     with_nack(|n| {
+    ///         nack = Some(n);
+    ///         never()
+    ///     }),
+    /// ))
+    /// .perform();
+    /// assert!(nack.unwrap().is_fired());
+    /// ```
     pub fn is_fired(&self) -> bool {
         self.signal.fired.load(Ordering::Acquire)
     }
@@ -184,6 +199,13 @@ where
 }
 
 /// The op returned by [`with_nack`].
+///
+/// ```
+/// use fibra::{Op, always, with_nack};
+///
+/// // Alone, the branch always wins: its nack never fires.
+/// assert_eq!(with_nack(|_nack| always(1)).perform(), 1);
+/// ```
 pub struct WithNack<F, O> {
     build: F,
     built: Option<(O, Arc<Signal>)>,
