@@ -129,12 +129,19 @@ fn loom_dropped_send_is_withdrawn_or_delivered() {
         let got = receiver.join().unwrap();
         if sent {
             assert_eq!(got, Some(9));
-        } else {
-            // Dropped before or after the receiver's commit: both fine, but
-            // if it was taken it was taken once.
-            assert!(got.is_none() || got == Some(9));
         }
+        // Dropped unsent: the receiver may have committed just before the
+        // drop (then it holds the value) or not at all. What this model
+        // checks is the race itself: loom tracks every access to the send
+        // slot and the record, so a receiver touching a freed or
+        // half-withdrawn record fails the model.
+        assert!(rx_kept_open_then_empty(&_keep_open));
     });
+}
+
+/// After the race, nothing else can arrive: the channel is empty.
+fn rx_kept_open_then_empty(rx: &crate::Receiver<u32>) -> bool {
+    rx.try_recv().is_err()
 }
 
 #[test]
