@@ -43,6 +43,17 @@ impl<S> Waiter<S> {
         self.leaf
     }
 
+    /// Commits this record with the outcome its slot already holds (a
+    /// closing resource, a fired timer); `None` if it was stale. Returns the
+    /// owner's waker, to be woken after every lock is released.
+    pub(crate) fn commit(self) -> Option<std::task::Waker> {
+        if self.op().commit_spinning(self.leaf) {
+            self.op().finish_remote(self.leaf)
+        } else {
+            None
+        }
+    }
+
     /// The identity of this record, for its owner to withdraw it later.
     pub(crate) fn registration(&self) -> Registration {
         Registration {
@@ -233,10 +244,6 @@ impl<S> WaitQueue<S> {
     /// Commits every committable record with the given outcome left in their
     /// slots (a closing resource), returning the wakers to wake after unlock.
     pub(crate) fn commit_all(&mut self, wakers: &mut Vec<std::task::Waker>) {
-        for w in self.records.drain(..) {
-            if w.op().commit_spinning(w.leaf) {
-                wakers.extend(w.op().finish_remote(w.leaf));
-            }
-        }
+        wakers.extend(self.records.drain(..).filter_map(Waiter::commit));
     }
 }

@@ -17,7 +17,7 @@
 
 use crate::loom::{Condvar, Mutex, lock};
 use crate::op::BlockCx;
-use crate::op::waiter::WaitQueue;
+use crate::op::waiter::Waiter;
 use std::sync::OnceLock;
 use std::task::Waker;
 use std::time::{Duration, Instant};
@@ -35,9 +35,8 @@ pub(crate) struct TimerKey {
 struct Entry {
     tick: u64,
     generation: u64,
-    /// The waiter record, in a one-record queue so the commit logic is the
-    /// channels' own.
-    waiter: Option<WaitQueue<()>>,
+    /// The time op's waiter record; `None` once fired or cancelled.
+    waiter: Option<Waiter<()>>,
     prev: usize,
     next: usize,
 }
@@ -105,9 +104,7 @@ impl Driver {
     pub(crate) fn insert(&self, deadline: Instant, cx: BlockCx<'_>) -> TimerKey {
         let tick = self.tick_of(deadline);
         let mut w = lock(&self.wheel);
-        let mut q = WaitQueue::default();
-        q.publish(cx, &());
-        let key = w.insert(tick, q);
+        let key = w.insert(tick, Waiter::new(cx.state, cx.leaf, &()));
         if tick < w.wake_tick {
             w.wake_tick = tick;
             drop(w);
@@ -124,9 +121,7 @@ impl Driver {
             .get(key.index)
             .is_some_and(|e| e.generation == key.generation && e.waiter.is_some());
         if live {
-            let q = w.remove(key.index);
-            drop(w);
-            drop(q);
+            w.remove(key.index);
         }
     }
 
@@ -160,7 +155,7 @@ impl Driver {
 }
 
 impl Wheel {
-    fn insert(&mut self, tick: u64, waiter: WaitQueue<()>) -> TimerKey {
+    fn insert(&mut self, tick: u64, waiter: Waiter<()>) -> TimerKey {
         // A deadline already passed fires on the next pass.
         let tick = tick.max(self.now_tick + 1);
         self.generation += 1;
@@ -194,7 +189,7 @@ impl Wheel {
         }
     }
 
-    fn remove(&mut self, index: usize) -> Option<WaitQueue<()>> {
+    fn remove(&mut self, index: usize) -> Option<Waiter<()>> {
         let (prev, next, tick) = {
             let e = &self.entries[index];
             (e.prev, e.next, e.tick)
@@ -226,9 +221,7 @@ impl Wheel {
             while i != NIL {
                 let next = self.entries[i].next;
                 if self.entries[i].tick <= now {
-                    if let Some(mut q) = self.remove(i) {
-                        q.commit_all(wakers);
-                    }
+                    wakers.extend(self.remove(i).and_then(Waiter::commit));
                 }
                 i = next;
             }
