@@ -68,6 +68,15 @@ workload("fan-out", Params) ->
 workload("spawn-join", Params) ->
     Tasks = param(tasks, Params),
     fun() -> spawn_join(Tasks) end;
+workload("asymmetric-mailbox", Params) ->
+    N = param(iterations, Params),
+    fun() -> asymmetric_mailbox(N) end;
+workload("symmetric-mailbox", Params) ->
+    N = param(iterations, Params),
+    fun() -> symmetric_mailbox(N) end;
+workload("switch-baseline", Params) ->
+    N = param(iterations, Params),
+    fun() -> switch_baseline(N) end;
 workload(Name, _) ->
     error({unknown_workload, Name}).
 
@@ -216,3 +225,62 @@ join_all(0, Sum) ->
     Sum;
 join_all(N, Sum) ->
     receive {joined, V} -> join_all(N - 1, Sum + V) end.
+
+%% The `racket` group (Racket's mbox-test.ss): the workloads that fit
+%% Erlang, whose processes have mailboxes but no semaphores or channels.
+
+%% asymmetric-mailbox: a producer process sends 0..N-1 to a consumer
+%% process, which receives N messages and sums them. Result: the sum.
+asymmetric_mailbox(N) ->
+    Self = self(),
+    Consumer = spawn_link(fun() -> Self ! {sum, receive_sum(N, 0)} end),
+    spawn_link(fun() -> send_all(Consumer, 0, N) end),
+    receive {sum, Sum} -> Sum end.
+
+send_all(To, I, N) when I < N ->
+    To ! I,
+    send_all(To, I + 1, N);
+send_all(_, _, _) ->
+    ok.
+
+receive_sum(0, Sum) ->
+    Sum;
+receive_sum(N, Sum) ->
+    receive V -> receive_sum(N - 1, Sum + V) end.
+
+%% symmetric-mailbox: the initiator sends I for I in 0..N-1 to its peer
+%% and waits for the reply I+1; the peer knows the initiator (as in
+%% mbox-test.ss, messages carry no sender). Result: the sum of the replies.
+symmetric_mailbox(N) ->
+    Self = self(),
+    spawn_link(fun() ->
+                       Initiator = self(),
+                       Peer = spawn_link(fun() -> reply(Initiator, N) end),
+                       Self ! {sum, initiate(Peer, 0, N, 0)}
+               end),
+    receive {sum, Sum} -> Sum end.
+
+initiate(Peer, I, N, Sum) when I < N ->
+    Peer ! I,
+    receive V -> initiate(Peer, I + 1, N, Sum + V) end;
+initiate(_, _, _, Sum) ->
+    Sum.
+
+reply(_, 0) ->
+    ok;
+reply(To, N) ->
+    receive V -> To ! V + 1 end,
+    reply(To, N - 1).
+
+%% switch-baseline: two processes each call erlang:yield() N times and
+%% report how many times they did. Result: 2N.
+switch_baseline(N) ->
+    Self = self(),
+    [spawn_link(fun() -> Self ! {yields, yield_times(N, 0)} end) || _ <- [1, 2]],
+    lists:sum([receive {yields, Count} -> Count end || _ <- [1, 2]]).
+
+yield_times(0, Count) ->
+    Count;
+yield_times(N, Count) ->
+    erlang:yield(),
+    yield_times(N - 1, Count + 1).

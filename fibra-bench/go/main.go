@@ -26,6 +26,17 @@ var workloads = map[string]func(args []string){
 	"spawn-join":       spawnJoin,
 	"idle-memory":      idleMemory,
 	"idle-memory-once": idleMemoryOnce,
+	// The `racket` group (mailboxes.go).
+	"sema-baseline":       semaBaseline,
+	"switch-baseline":     switchBaseline,
+	"asymmetric-sema":     asymmetricSema,
+	"asymmetric-mailbox":  asymmetricMailbox,
+	"asymmetric-channel":  asymmetricChannel,
+	"asymmetric-buffered": asymmetricBuffered,
+	"symmetric-sema":      symmetricSema,
+	"symmetric-mailbox":   symmetricMailbox,
+	"symmetric-channel":   symmetricChannel,
+	"symmetric-buffered":  symmetricBuffered,
 }
 
 func main() {
