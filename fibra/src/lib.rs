@@ -46,14 +46,17 @@
 
 pub mod chan;
 mod loom;
+pub mod mailbox;
 pub mod op;
 pub mod rt;
+pub mod sync;
 pub mod time;
 
 pub use chan::{
     Receiver, RecvError, RecvOp, SendError, SendOp, SendTimeoutError, Sender, TryRecvError,
     TrySendError, bounded, channel, unbounded,
 };
+pub use mailbox::{Addr, Exit, Mailbox, RecvTimeoutError, bounded_mailbox, mailbox, spawn_actor};
 pub use op::{
     Always, BoxOp, Branches, Choose, Guard, Nack, Never, Op, Perform, WithNack, Wrap, always,
     block_on, choose, choose_biased, guard, never, seed_choice_rng, with_nack,
@@ -61,6 +64,7 @@ pub use op::{
 pub use rt::{
     Builder, Handle, JoinError, JoinHandle, JoinOp, Runtime, run, spawn, spawn_blocking, yield_now,
 };
+pub use sync::{AcquireError, AcquireOp, GetOp, IVar, Permit, Semaphore, TryAcquireError};
 
 /// The README's examples, compiled and run as doc tests.
 #[cfg(doctest)]

@@ -9,14 +9,14 @@
 #[cfg(loom)]
 pub(crate) use loom::{
     cell::UnsafeCell,
-    sync::atomic::{AtomicBool, AtomicUsize, Ordering, fence},
+    sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering, fence},
     sync::{Arc, Condvar, Mutex, MutexGuard},
     thread,
 };
 
 #[cfg(not(loom))]
 pub(crate) use std::{
-    sync::atomic::{AtomicBool, AtomicUsize, Ordering, fence},
+    sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering, fence},
     sync::{Arc, Condvar, Mutex, MutexGuard},
     thread,
 };
@@ -31,6 +31,11 @@ pub(crate) struct UnsafeCell<T>(std::cell::UnsafeCell<T>);
 impl<T> UnsafeCell<T> {
     pub(crate) const fn new(value: T) -> Self {
         Self(std::cell::UnsafeCell::new(value))
+    }
+
+    /// Runs `f` with a shared pointer to the contents.
+    pub(crate) fn with<R>(&self, f: impl FnOnce(*const T) -> R) -> R {
+        f(self.0.get())
     }
 
     /// Runs `f` with an exclusive pointer to the contents.

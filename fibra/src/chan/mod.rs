@@ -27,7 +27,7 @@
 //! committed to it (possible when a foreign `select!` races it) gives the
 //! value back to the channel, ahead of everything else.
 
-mod core;
+pub(crate) mod core;
 mod errors;
 mod ops;
 mod stream;

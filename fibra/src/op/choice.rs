@@ -216,6 +216,19 @@ impl<B: Branches> Op for Choose<B> {
         }
     }
 
+    fn repoll(self: Pin<&mut Self>, cx: BlockCx<'_>) {
+        let (mut branches, _, _) = self.parts();
+        let mut offset = 0;
+        for i in 0..branches.count() {
+            if cx.state.load() != super::state::Seen::Waiting {
+                return;
+            }
+            let leaves = branches.as_ref().get_ref().branch(i).leaves();
+            branches.as_mut().branch_mut(i).repoll(cx.offset(offset));
+            offset += leaves;
+        }
+    }
+
     fn finish(mut self: Pin<&mut Self>, leaf: usize) -> B::Output {
         let (winner, offset) = self.owner_of(leaf);
         self.as_mut().withdraw_all_but(Some(winner));
@@ -273,6 +286,10 @@ impl<T> Op for BoxOp<'_, T> {
 
     fn block(self: Pin<&mut Self>, cx: BlockCx<'_>) {
         self.get_mut().0.as_mut().block(cx);
+    }
+
+    fn repoll(self: Pin<&mut Self>, cx: BlockCx<'_>) {
+        self.get_mut().0.as_mut().repoll(cx);
     }
 
     fn finish(self: Pin<&mut Self>, leaf: usize) -> T {

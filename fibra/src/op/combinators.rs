@@ -155,6 +155,10 @@ impl<O: Op, F: FnOnce(O::Output) -> U, U> Op for Wrap<O, F> {
         self.project().op.block(cx);
     }
 
+    fn repoll(self: Pin<&mut Self>, cx: BlockCx<'_>) {
+        self.project().op.repoll(cx);
+    }
+
     fn finish(self: Pin<&mut Self>, leaf: usize) -> U {
         let this = self.project();
         let out = this.op.finish(leaf);
@@ -254,6 +258,12 @@ impl<F: FnMut() -> O, O: Op> Op for Guard<F, O> {
     fn block(self: Pin<&mut Self>, cx: BlockCx<'_>) {
         if let Some(op) = self.built() {
             op.block(cx);
+        }
+    }
+
+    fn repoll(self: Pin<&mut Self>, cx: BlockCx<'_>) {
+        if let Some(op) = self.built() {
+            op.repoll(cx);
         }
     }
 

@@ -54,6 +54,7 @@ pub use rng::seed_choice_rng;
 
 use state::OpState;
 use std::pin::Pin;
+use std::task::Waker;
 
 /// Where a branch publishes itself during the block phase: the perform's
 /// opstate and the branch's index among the perform's leaves.
@@ -65,13 +66,16 @@ use std::pin::Pin;
 pub struct BlockCx<'a> {
     pub(crate) state: &'a OpState,
     pub(crate) leaf: usize,
+    /// The waker of the poll in progress, for leaves that are woken to look
+    /// again rather than committed by a partner (see [`Op::repoll`]).
+    pub(crate) waker: &'a Waker,
 }
 
 impl<'a> BlockCx<'a> {
     fn offset(self, by: usize) -> Self {
         Self {
-            state: self.state,
             leaf: self.leaf + by,
+            ..self
         }
     }
 }
@@ -157,6 +161,17 @@ pub trait Op: sealed::Sealed {
     /// and retry; stop publishing once the opstate left `W`.
     #[doc(hidden)]
     fn block(self: Pin<&mut Self>, cx: BlockCx<'_>);
+
+    /// A later poll of a blocked perform whose opstate is still `W`: a leaf
+    /// whose resource wakes it to look again (a mailbox: senders never touch
+    /// the receiver's opstate) checks now and may commit itself (`W -> C ->
+    /// SYNCED`), and re-registers `cx.waker` otherwise. Stop once the
+    /// opstate left `W`. Most leaves are committed by their partners and do
+    /// nothing here.
+    #[doc(hidden)]
+    fn repoll(self: Pin<&mut Self>, cx: BlockCx<'_>) {
+        let _ = cx;
+    }
 
     /// The opstate is `SYNCED(leaf)` with `leaf` in this op: withdraw every
     /// other published leaf and produce the result.

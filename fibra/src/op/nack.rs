@@ -271,6 +271,12 @@ impl<F: FnMut(Nack) -> O, O: Op> Op for WithNack<F, O> {
         }
     }
 
+    fn repoll(self: Pin<&mut Self>, cx: BlockCx<'_>) {
+        if let Some(op) = self.op() {
+            op.repoll(cx);
+        }
+    }
+
     fn finish(mut self: Pin<&mut Self>, leaf: usize) -> O::Output {
         let out = self.as_mut().op().expect("with_nack built").finish(leaf);
         self.reset(false);

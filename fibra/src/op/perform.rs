@@ -122,10 +122,23 @@ impl<O: Op> Future for Perform<O> {
                 this.state.set_waker_unpublished(cx.waker().clone());
                 *this.phase = Phase::Blocked;
                 let state: &OpState = this.state;
-                this.op.as_mut().block(BlockCx { state, leaf: 0 });
+                this.op.as_mut().block(BlockCx {
+                    state,
+                    leaf: 0,
+                    waker: cx.waker(),
+                });
                 waker_fresh = true;
             }
-            Phase::Blocked => {}
+            Phase::Blocked => {
+                if this.state.load() == Seen::Waiting {
+                    let state: &OpState = this.state;
+                    this.op.as_mut().repoll(BlockCx {
+                        state,
+                        leaf: 0,
+                        waker: cx.waker(),
+                    });
+                }
+            }
             Phase::Done => panic!("`Perform` polled after it completed"),
         }
         let mut step = 0;

@@ -178,6 +178,17 @@ impl<S> WaitQueue<S> {
         self.records.is_empty()
     }
 
+    /// Takes the first record, stale or not.
+    pub(crate) fn pop_front(&mut self) -> Option<Waiter<S>> {
+        self.records.pop_front()
+    }
+
+    /// Puts a record back at the front (it was taken by `pop_front` and not
+    /// committed).
+    pub(crate) fn push_front(&mut self, w: Waiter<S>) {
+        self.records.push_front(w);
+    }
+
     /// Publishes a record and returns its registration.
     pub(crate) fn publish(&mut self, cx: super::BlockCx<'_>, slot: &S) -> Registration {
         let w = Waiter::new(cx.state, cx.leaf, slot);

@@ -314,6 +314,31 @@ impl Handle {
         self.shared.spawn(future)
     }
 
+    /// Spawns a task that owns a new mailbox onto the runtime and returns
+    /// the mailbox's address; see [`spawn_actor`](crate::spawn_actor).
+    ///
+    /// ```
+    /// let rt = fibra::Runtime::new().unwrap();
+    /// let addr = rt.handle().spawn_actor(|mut mb| async move {
+    ///     let n: u32 = mb.recv().await.unwrap();
+    ///     assert_eq!(n, 7);
+    /// });
+    /// addr.send(7).unwrap();
+    /// let exit = rt.block_on(async move { addr.exited().await });
+    /// assert_eq!(exit, fibra::Exit::Normal);
+    /// ```
+    pub fn spawn_actor<M, B, F>(&self, body: B) -> crate::Addr<M>
+    where
+        M: Send + 'static,
+        B: FnOnce(crate::Mailbox<M>) -> F,
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        let (addr, fut) = crate::mailbox::actor(body);
+        drop(self.shared.spawn(fut));
+        addr
+    }
+
     /// The handle of the runtime whose worker runs the current task, if any.
     ///
     /// ```

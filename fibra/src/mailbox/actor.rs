@@ -1,0 +1,147 @@
+//! `spawn_actor`: a task that owns a mailbox, and how its end is reported.
+
+use super::{Addr, Inner, Mailbox, make};
+use crate::loom::Arc;
+use std::any::Any;
+use std::future::Future;
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+/// How a mailbox's task ended: what [`Addr::exited_op`] yields.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Exit {
+    /// The task returned.
+    Normal,
+    /// The task panicked; the panic's message (or a placeholder if the
+    /// payload was not a string).
+    Panicked(String),
+    /// The task was dropped before it finished (its runtime shut down).
+    Cancelled,
+    /// A mailbox made by [`mailbox`](crate::mailbox) (not tied to a task)
+    /// was closed or dropped.
+    Closed,
+}
+
+/// Spawns a task on the current fibra runtime that owns a new mailbox, and
+/// returns the mailbox's address. `body` receives the [`Mailbox`] and
+/// returns the task's future; the task's output is discarded.
+///
+/// When the task ends — by returning, by panicking, or by being dropped —
+/// its mailbox closes (sends fail and hand their message back) and then
+/// [`Addr::exited_op`] becomes ready with the [`Exit`]. A panic is reported
+/// there and does not bring the runtime down. Tasks spawned with
+/// [`spawn`](crate::spawn) have no mailbox and pay nothing for this.
+///
+/// # Panics
+///
+/// Outside a fibra runtime; use [`Handle::spawn_actor`](crate::Handle::spawn_actor)
+/// there.
+///
+/// ```
+/// fibra::run(async {
+///     let echo = fibra::spawn_actor(|mut mb| async move {
+///         while let Some((text, reply)) = mb.recv().await {
+///             let reply: fibra::Addr<String> = reply;
+///             let _ = reply.send(text);
+///         }
+///     });
+///     let (me, mut inbox) = fibra::mailbox();
+///     echo.send(("hi".to_string(), me)).unwrap();
+///     assert_eq!(inbox.recv().await.as_deref(), Some("hi"));
+/// });
+/// ```
+pub fn spawn_actor<M, B, F>(body: B) -> Addr<M>
+where
+    M: Send + 'static,
+    B: FnOnce(Mailbox<M>) -> F,
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let (addr, fut) = actor(body);
+    drop(crate::rt::spawn(fut));
+    addr
+}
+
+/// Builds an actor's address and its task's future.
+pub(crate) fn actor<M, B, F>(body: B) -> (Addr<M>, Actor<F, M>)
+where
+    B: FnOnce(Mailbox<M>) -> F,
+    F: Future,
+{
+    let (addr, mut mb) = make(None);
+    mb.owned_by_task = true;
+    let inner = addr.inner.clone();
+    let fut = Actor {
+        fut: Some(Box::pin(body(mb))),
+        inner: Some(inner),
+    };
+    (addr, fut)
+}
+
+/// An actor's task: runs the body and reports how it ended.
+pub(crate) struct Actor<F, M> {
+    /// Boxed so it can be dropped in place before the exit is reported.
+    fut: Option<Pin<Box<F>>>,
+    /// `None` once the exit is reported.
+    inner: Option<Arc<Inner<M>>>,
+}
+
+impl<F, M> Actor<F, M> {
+    /// Closes the mailbox, then reports `exit`, after the body (and the
+    /// mailbox, if it still holds it) was dropped.
+    fn end(&mut self, exit: Exit) {
+        self.fut = None;
+        if let Some(inner) = self.inner.take() {
+            inner.close();
+            let _ = inner.exit.put(exit);
+        }
+    }
+}
+
+fn panic_message(payload: &(dyn Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "<a panic payload that is not a string>".to_string()
+    }
+}
+
+impl<F: Future, M> Future for Actor<F, M> {
+    type Output = Option<F::Output>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        // `Actor` is Unpin: the body is boxed.
+        let this = self.get_mut();
+        let Some(fut) = this.fut.as_mut() else {
+            return Poll::Ready(None);
+        };
+        match catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(cx))) {
+            Ok(Poll::Pending) => Poll::Pending,
+            Ok(Poll::Ready(out)) => {
+                this.end(Exit::Normal);
+                Poll::Ready(Some(out))
+            }
+            Err(payload) => {
+                // Drop the body first (its mailbox closes), then report;
+                // the runtime still sees the panic.
+                let msg = panic_message(&*payload);
+                let dropped = catch_unwind(AssertUnwindSafe(|| this.fut = None));
+                this.end(Exit::Panicked(msg));
+                drop(dropped);
+                resume_unwind(payload)
+            }
+        }
+    }
+}
+
+impl<F, M> Drop for Actor<F, M> {
+    fn drop(&mut self) {
+        if self.inner.is_some() {
+            self.end(Exit::Cancelled);
+        }
+    }
+}

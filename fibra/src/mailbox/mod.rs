@@ -1,0 +1,646 @@
+//! Erlang/Racket-style mailboxes: asynchronous, typed, one receiver.
+//!
+//! A [`Mailbox<M>`] is an inbox with one owner (usually the task it belongs
+//! to) and any number of [`Addr<M>`]esses that send to it. A send never
+//! blocks: it enqueues the message (one allocation, one atomic swap) and
+//! wakes the owner if it waits. The owner takes messages in order with
+//! [`recv`](Mailbox::recv), or selectively with
+//! [`recv_matching`](Mailbox::recv_matching) (Erlang's `receive` with a
+//! pattern: the first message the predicate accepts; the others stay, in
+//! their order). Every receive is also an op ([`Mailbox::recv_op`],
+//! [`Mailbox::recv_matching_op`]), so it composes with channels, timeouts and
+//! joins in a choice (Racket's `thread-receive-evt`).
+//!
+//! [`spawn_actor`] starts a task that owns a new mailbox and returns its
+//! address; [`Addr::exited_op`] becomes ready when that task ends (Erlang's
+//! monitor), so a supervisor can wait for messages and deaths at once.
+//! [`mailbox`] makes a mailbox not tied to a task (for OS threads, or any
+//! executor); [`bounded_mailbox`] one with a capacity, whose
+//! [`Addr::send_op`] waits for room.
+//!
+//! # Examples
+//!
+//! A counter actor, and a request with a reply channel in the message:
+//!
+//! ```
+//! use fibra::Addr;
+//!
+//! enum Msg {
+//!     Add(u64),
+//!     Get(fibra::Sender<u64>),
+//! }
+//!
+//! fibra::run(async {
+//!     let counter: Addr<Msg> = fibra::spawn_actor(|mut mb| async move {
+//!         let mut total = 0;
+//!         while let Some(msg) = mb.recv().await {
+//!             match msg {
+//!                 Msg::Add(n) => total += n,
+//!                 Msg::Get(reply) => {
+//!                     let _ = reply.send(total).await;
+//!                 }
+//!             }
+//!         }
+//!     });
+//!     for n in 1..=10 {
+//!         counter.send(Msg::Add(n)).unwrap();
+//!     }
+//!     let (reply, answer) = fibra::bounded(1);
+//!     counter.send(Msg::Get(reply)).unwrap();
+//!     assert_eq!(answer.recv().await, Ok(55));
+//! });
+//! ```
+//!
+//! A supervisor that restarts a worker each time it crashes, waiting for
+//! either the worker's acknowledgement or its death:
+//!
+//! ```
+//! use fibra::{Addr, Exit, Op, choose, spawn_actor};
+//!
+//! // Acknowledges each job to `boss`; crashes on 13.
+//! fn start_worker(boss: Addr<u32>) -> Addr<u32> {
+//!     spawn_actor(move |mut mb| async move {
+//!         while let Some(job) = mb.recv().await {
+//!             assert!(job != 13, "unlucky job");
+//!             boss.send(job).unwrap();
+//!         }
+//!     })
+//! }
+//!
+//! fibra::run(async {
+//!     let (me, mut acks) = fibra::mailbox::<u32>();
+//!     let mut worker = start_worker(me.clone());
+//!     let (mut done, mut restarts) = (Vec::new(), 0);
+//!     for job in [1, 13, 2, 13, 3] {
+//!         worker.send(job).unwrap();
+//!         let event = choose((
+//!             acks.recv_op().wrap(Ok),
+//!             worker.exited_op().wrap(Err),
+//!         ))
+//!         .await;
+//!         match event {
+//!             Ok(ack) => done.push(ack.unwrap()),
+//!             Err(Exit::Panicked(_)) => {
+//!                 restarts += 1;
+//!                 worker = start_worker(me.clone());
+//!             }
+//!             Err(other) => panic!("worker ended: {other:?}"),
+//!         }
+//!     }
+//!     assert_eq!(done, [1, 2, 3]);
+//!     assert_eq!(restarts, 2);
+//! });
+//! ```
+
+mod actor;
+mod ops;
+mod queue;
+mod signal;
+
+#[cfg(all(test, loom))]
+mod loom_models;
+
+pub(crate) use actor::actor;
+pub use actor::{Exit, spawn_actor};
+pub use ops::{RecvMatchingOp, RecvOp, SendOp};
+
+use crate::chan::{TryRecvError, TrySendError};
+use crate::loom::{Arc, AtomicBool, AtomicUsize, Ordering};
+use crate::op::Op;
+use crate::sync::{IVar, Semaphore, TryAcquireError};
+use queue::Queue;
+use signal::Signal;
+use std::collections::VecDeque;
+use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::time::Duration;
+
+/// What every address and the mailbox share.
+///
+/// Invariants:
+/// * `queue` has one consumer: the `Mailbox` (its methods take `&mut self`),
+///   or `Inner`'s drop.
+/// * `addrs` counts live `Addr` handles. Every push by a handle happens
+///   before its decrement (AcqRel), so a receiver that reads 0 (Acquire)
+///   and then finds the queue empty knows no message can come any more —
+///   unless the owner makes a new address, which it cannot while it waits.
+/// * `closed` is set once (the owner closed or dropped the mailbox, or its
+///   task ended); afterwards sends fail and return the message. A send that
+///   read `closed == false` may still enqueue after the owner drained the
+///   queue: that message is dropped with the queue, like any message left
+///   in a mailbox whose owner is gone.
+/// * `exit` is filled once, when the owning task ends (or, for a mailbox
+///   not tied to a task, when it closes), after `closed` is set.
+pub(crate) struct Inner<M> {
+    queue: Queue<M>,
+    signal: Signal,
+    addrs: AtomicUsize,
+    closed: AtomicBool,
+    /// Free room of a bounded mailbox: one permit per message it can still
+    /// take. A sender takes one; the receiver gives one back per message it
+    /// takes out.
+    room: Option<Semaphore>,
+    exit: IVar<Exit>,
+}
+
+impl<M> Inner<M> {
+    fn new(capacity: Option<usize>) -> Self {
+        Self {
+            queue: Queue::new(),
+            signal: Signal::new(),
+            addrs: AtomicUsize::new(1),
+            closed: AtomicBool::new(false),
+            room: capacity.map(Semaphore::new),
+            exit: IVar::new(),
+        }
+    }
+
+    fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    /// Enqueues a message whose room (if bounded) is already taken.
+    fn deliver(&self, msg: M) -> Result<(), M> {
+        if self.is_closed() {
+            if let Some(room) = &self.room {
+                room.release(1);
+            }
+            return Err(msg);
+        }
+        self.queue.push(msg);
+        self.signal.notify();
+        Ok(())
+    }
+
+    /// Sets `closed` and fails every sender waiting for room. Returns
+    /// whether this call closed it.
+    fn close(&self) -> bool {
+        if self.closed.swap(true, Ordering::AcqRel) {
+            return false;
+        }
+        if let Some(room) = &self.room {
+            room.close();
+        }
+        // A receiver waiting with no message must learn it can stop.
+        self.signal.notify();
+        true
+    }
+}
+
+/// Creates a mailbox not tied to any task: its address and the receiving
+/// end. Use it from OS threads, from other executors, or to hand a task its
+/// inbox yourself ([`spawn_actor`] does this for you).
+///
+/// ```
+/// let (addr, mut mb) = fibra::mailbox();
+/// addr.send("hello").unwrap();
+/// assert_eq!(mb.try_recv(), Ok("hello"));
+/// ```
+pub fn mailbox<M>() -> (Addr<M>, Mailbox<M>) {
+    make(None)
+}
+
+/// Creates a mailbox that holds at most `capacity` messages: a
+/// [`send`](Addr::send) to a full one fails with [`TrySendError::Full`],
+/// and [`send_op`](Addr::send_op) waits for room (back-pressure).
+///
+/// # Panics
+///
+/// If `capacity` is 0 (a mailbox that could never take a message) or above
+/// [`sync::MAX_PERMITS`](crate::sync::MAX_PERMITS).
+///
+/// ```
+/// use fibra::TrySendError;
+///
+/// let (addr, mut mb) = fibra::bounded_mailbox(1);
+/// addr.send(1).unwrap();
+/// assert_eq!(addr.send(2), Err(TrySendError::Full(2)));
+/// assert_eq!(mb.try_recv(), Ok(1));
+/// addr.send(2).unwrap();
+/// ```
+pub fn bounded_mailbox<M>(capacity: usize) -> (Addr<M>, Mailbox<M>) {
+    assert!(
+        capacity > 0,
+        "a bounded mailbox needs a capacity of at least 1"
+    );
+    make(Some(capacity))
+}
+
+fn make<M>(capacity: Option<usize>) -> (Addr<M>, Mailbox<M>) {
+    let inner = Arc::new(Inner::new(capacity));
+    (
+        Addr {
+            inner: inner.clone(),
+        },
+        Mailbox {
+            inner,
+            stash: VecDeque::new(),
+            owned_by_task: false,
+        },
+    )
+}
+
+/// The address of a [`Mailbox`]: send messages to it from anywhere.
+///
+/// Clonable and `Send`; two addresses are equal when they name the same
+/// mailbox, and an address prints as `Addr(0x…)`, an identity stable for
+/// the mailbox's life.
+pub struct Addr<M> {
+    inner: Arc<Inner<M>>,
+}
+
+impl<M> Addr<M> {
+    /// Sends `msg` without ever blocking. Fails, handing the message back,
+    /// if the mailbox is closed (its task ended)
+    /// ([`TrySendError::Disconnected`]), or if it is bounded and full
+    /// ([`TrySendError::Full`]).
+    ///
+    /// ```
+    /// let (addr, mb) = fibra::mailbox();
+    /// addr.send(1).unwrap();
+    /// drop(mb);
+    /// assert_eq!(addr.send(2).unwrap_err().into_inner(), 2);
+    /// ```
+    pub fn send(&self, msg: M) -> Result<(), TrySendError<M>> {
+        let inner = &*self.inner;
+        if let Some(room) = &inner.room {
+            match room.try_acquire() {
+                Ok(p) => p.forget(),
+                Err(TryAcquireError::NoPermits) => return Err(TrySendError::Full(msg)),
+                Err(TryAcquireError::Closed) => return Err(TrySendError::Disconnected(msg)),
+            }
+        }
+        inner.deliver(msg).map_err(TrySendError::Disconnected)
+    }
+
+    /// The op of sending `msg`: on a bounded mailbox it commits when there is
+    /// room (back-pressure); on an unbounded one at once. Yields
+    /// `Err(SendError(msg))` if the mailbox is closed. If the op is not
+    /// performed or loses a choice, [`SendOp::into_value`] gives the message
+    /// back.
+    ///
+    /// ```
+    /// # fibra::run(async {
+    /// let (addr, mut mb) = fibra::bounded_mailbox(1);
+    /// addr.send_op(1).await.unwrap();
+    /// let sender = fibra::spawn(async move { addr.send_op(2).await }); // waits for room
+    /// assert_eq!(mb.recv().await, Some(1));
+    /// assert_eq!(mb.recv().await, Some(2));
+    /// sender.await.unwrap().unwrap();
+    /// # });
+    /// ```
+    pub fn send_op(&self, msg: M) -> SendOp<'_, M> {
+        SendOp::new(&self.inner, msg)
+    }
+
+    /// Whether the mailbox is closed: sends fail from now on.
+    pub fn is_closed(&self) -> bool {
+        self.inner.is_closed()
+    }
+
+    /// The op that becomes ready when the mailbox's task ends (Erlang's
+    /// monitor), yielding how it ended. For a mailbox made by [`mailbox`],
+    /// when the mailbox is closed or dropped ([`Exit::Closed`]).
+    ///
+    /// ```
+    /// use fibra::Exit;
+    ///
+    /// fibra::run(async {
+    ///     let addr = fibra::spawn_actor(|mut mb| async move {
+    ///         let n: u32 = mb.recv().await.unwrap();
+    ///         assert!(n < 10, "too big");
+    ///     });
+    ///     addr.send(99).unwrap();
+    ///     match addr.exited_op().await {
+    ///         Exit::Panicked(msg) => assert!(msg.contains("too big")),
+    ///         other => panic!("{other:?}"),
+    ///     }
+    /// });
+    /// ```
+    pub fn exited_op(&self) -> crate::sync::GetOp<'_, Exit> {
+        self.inner.exit.get_op()
+    }
+
+    /// Waits until the mailbox's task ends; see [`exited_op`](Self::exited_op).
+    pub async fn exited(&self) -> Exit {
+        self.exited_op().await
+    }
+
+    /// How the mailbox's task ended, if it did.
+    pub fn try_exited(&self) -> Option<Exit> {
+        self.inner.exit.try_get()
+    }
+
+    fn id(&self) -> *const Inner<M> {
+        Arc::as_ptr(&self.inner)
+    }
+}
+
+impl<M> Clone for Addr<M> {
+    fn clone(&self) -> Self {
+        // Relaxed, like `Arc::clone`: this handle keeps the count above 0.
+        self.inner.addrs.fetch_add(1, Ordering::Relaxed);
+        Self {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl<M> Drop for Addr<M> {
+    fn drop(&mut self) {
+        // AcqRel: our pushes happen before a receiver's Acquire read of 0.
+        if self.inner.addrs.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.inner.signal.notify();
+        }
+    }
+}
+
+impl<M> PartialEq for Addr<M> {
+    fn eq(&self, other: &Self) -> bool {
+        self.id() == other.id()
+    }
+}
+
+impl<M> Eq for Addr<M> {}
+
+impl<M> Hash for Addr<M> {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.id().hash(state);
+    }
+}
+
+impl<M> fmt::Debug for Addr<M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Addr({:p})", self.id())
+    }
+}
+
+impl<M> fmt::Display for Addr<M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self, f)
+    }
+}
+
+/// The receiving end of a mailbox: one owner takes the messages.
+///
+/// Every receive is cancel-safe: a message is taken only by the receive
+/// that returns it. Messages skipped by a selective receive stay, in their
+/// order, for later receives. Dropping the mailbox closes it: later sends
+/// fail and hand their message back, and the messages still inside are
+/// dropped (as in Erlang when a process ends).
+pub struct Mailbox<M> {
+    inner: Arc<Inner<M>>,
+    /// Messages taken out of the queue but not yet received: skipped by a
+    /// selective receive, or put back by a receive that lost a choice. They
+    /// come before everything still in the queue.
+    stash: VecDeque<M>,
+    /// Set by `spawn_actor`: the task's end, not the mailbox's drop, fills
+    /// `exit`.
+    owned_by_task: bool,
+}
+
+/// Why [`Mailbox::recv_timeout`] returned no message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecvTimeoutError {
+    /// Nothing arrived in time.
+    Timeout,
+    /// The mailbox is empty and nobody can send to it any more.
+    Disconnected,
+}
+
+impl fmt::Display for RecvTimeoutError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RecvTimeoutError::Timeout => f.write_str("timed out waiting for a message"),
+            RecvTimeoutError::Disconnected => {
+                f.write_str("the mailbox is empty and has no address left")
+            }
+        }
+    }
+}
+
+impl std::error::Error for RecvTimeoutError {}
+
+impl<M> Mailbox<M> {
+    /// A new address of this mailbox (to hand out, or to send to itself).
+    ///
+    /// ```
+    /// let (_, mut mb) = fibra::mailbox();
+    /// mb.addr().send("note to self").unwrap();
+    /// assert_eq!(mb.try_recv(), Ok("note to self"));
+    /// ```
+    pub fn addr(&self) -> Addr<M> {
+        self.inner.addrs.fetch_add(1, Ordering::Relaxed);
+        Addr {
+            inner: self.inner.clone(),
+        }
+    }
+
+    /// Waits for the next message. `None` once the mailbox is closed or no
+    /// address is left, and it is empty.
+    pub async fn recv(&mut self) -> Option<M> {
+        self.recv_op().await
+    }
+
+    /// Waits for the next message, parking the OS thread.
+    ///
+    /// # Panics
+    ///
+    /// On a fibra worker thread (use `.await` there).
+    pub fn recv_blocking(&mut self) -> Option<M> {
+        self.recv_op().perform()
+    }
+
+    /// Takes the next message if there is one now.
+    pub fn try_recv(&mut self) -> Result<M, TryRecvError> {
+        match self.take_next() {
+            Some(m) => {
+                self.release_room(1);
+                Ok(m)
+            }
+            None if self.is_disconnected() => match self.take_next() {
+                Some(m) => {
+                    self.release_room(1);
+                    Ok(m)
+                }
+                None => Err(TryRecvError::Disconnected),
+            },
+            None => Err(TryRecvError::Empty),
+        }
+    }
+
+    /// Waits at most `timeout` for the next message.
+    ///
+    /// ```
+    /// use fibra::RecvTimeoutError;
+    /// use std::time::Duration;
+    ///
+    /// # fibra::run(async {
+    /// let (addr, mut mb) = fibra::mailbox::<u8>();
+    /// let t = Duration::from_millis(5);
+    /// assert_eq!(mb.recv_timeout(t).await, Err(RecvTimeoutError::Timeout));
+    /// addr.send(1).unwrap();
+    /// assert_eq!(mb.recv_timeout(t).await, Ok(1));
+    /// drop(addr);
+    /// assert_eq!(mb.recv_timeout(t).await, Err(RecvTimeoutError::Disconnected));
+    /// # });
+    /// ```
+    pub async fn recv_timeout(&mut self, timeout: Duration) -> Result<M, RecvTimeoutError> {
+        match crate::time::timeout(self.recv_op(), timeout).await {
+            Ok(Some(m)) => Ok(m),
+            Ok(None) => Err(RecvTimeoutError::Disconnected),
+            Err(_) => Err(RecvTimeoutError::Timeout),
+        }
+    }
+
+    /// The op of receiving the next message (Racket's `thread-receive-evt`):
+    /// yields `Some(message)`, or `None` once the mailbox is closed or no
+    /// address is left, and it is empty.
+    ///
+    /// ```
+    /// use fibra::{Op, always, choose_biased};
+    ///
+    /// let (addr, mut mb) = fibra::mailbox();
+    /// addr.send(5).unwrap();
+    /// let got = choose_biased((mb.recv_op(), always(None))).perform();
+    /// assert_eq!(got, Some(5));
+    /// ```
+    pub fn recv_op(&mut self) -> RecvOp<'_, M> {
+        RecvOp::new(self)
+    }
+
+    /// Waits for the first message that `pred` accepts and takes it; the
+    /// messages before it stay in the mailbox, in order (Erlang's selective
+    /// `receive`). `None` once the mailbox is closed or no address is left,
+    /// and no message matches.
+    ///
+    /// Each message is examined once per selective receive, however often
+    /// the receive wakes: the cost follows the messages examined, not the
+    /// size of the mailbox.
+    ///
+    /// ```
+    /// # fibra::run(async {
+    /// let (addr, mut mb) = fibra::mailbox();
+    /// for m in ["a1", "b1", "a2", "b2"] {
+    ///     addr.send(m).unwrap();
+    /// }
+    /// assert_eq!(mb.recv_matching(|m| m.starts_with('b')).await, Some("b1"));
+    /// assert_eq!(mb.recv().await, Some("a1"));
+    /// assert_eq!(mb.recv().await, Some("a2"));
+    /// assert_eq!(mb.recv().await, Some("b2"));
+    /// # });
+    /// ```
+    pub async fn recv_matching<P: FnMut(&M) -> bool>(&mut self, pred: P) -> Option<M> {
+        self.recv_matching_op(pred).await
+    }
+
+    /// The op of a selective receive: see [`recv_matching`](Self::recv_matching).
+    pub fn recv_matching_op<P: FnMut(&M) -> bool>(&mut self, pred: P) -> RecvMatchingOp<'_, M, P> {
+        RecvMatchingOp::new(self, pred)
+    }
+
+    /// Takes the first message that `pred` accepts, if there is one now.
+    pub fn try_recv_matching(&mut self, mut pred: impl FnMut(&M) -> bool) -> Option<M> {
+        let mut seen = 0;
+        let i = self.find_matching(&mut seen, &mut pred)?;
+        self.release_room(1);
+        self.stash.remove(i)
+    }
+
+    /// Messages waiting now (a snapshot; senders may be adding more).
+    pub fn len(&mut self) -> usize {
+        self.pull_all();
+        self.stash.len()
+    }
+
+    /// Whether no message is waiting now.
+    pub fn is_empty(&mut self) -> bool {
+        // SAFETY: `&mut self`: we are the single consumer.
+        self.stash.is_empty() && unsafe { self.inner.queue.is_empty() }
+    }
+
+    /// Closes the mailbox: sends fail from now on and hand their message
+    /// back; the messages already inside can still be received.
+    pub fn close(&mut self) {
+        self.inner.close();
+        if !self.owned_by_task {
+            let _ = self.inner.exit.put(Exit::Closed);
+        }
+    }
+
+    // Internals shared with the ops.
+
+    /// The next message: the stash first, then the queue.
+    fn take_next(&mut self) -> Option<M> {
+        if let Some(m) = self.stash.pop_front() {
+            return Some(m);
+        }
+        // SAFETY: `&mut self`: we are the single consumer.
+        unsafe { self.inner.queue.pop() }
+    }
+
+    /// Moves every queued message into the stash.
+    fn pull_all(&mut self) {
+        // SAFETY: `&mut self`: we are the single consumer.
+        while let Some(m) = unsafe { self.inner.queue.pop() } {
+            self.stash.push_back(m);
+        }
+    }
+
+    /// The stash index of the first message `pred` accepts, examining the
+    /// stash from `*seen` and then the queue (moving what it examines into
+    /// the stash first, so a panicking predicate loses nothing).
+    fn find_matching(
+        &mut self,
+        seen: &mut usize,
+        pred: &mut impl FnMut(&M) -> bool,
+    ) -> Option<usize> {
+        loop {
+            while *seen < self.stash.len() {
+                if pred(&self.stash[*seen]) {
+                    return Some(*seen);
+                }
+                *seen += 1;
+            }
+            // SAFETY: `&mut self`: we are the single consumer.
+            self.stash.push_back(unsafe { self.inner.queue.pop() }?);
+        }
+    }
+
+    /// No message can arrive any more: closed, or no address left.
+    fn is_disconnected(&self) -> bool {
+        // Acquire: every push by a handle happens before its last decrement.
+        self.inner.is_closed() || self.inner.addrs.load(Ordering::Acquire) == 0
+    }
+
+    fn release_room(&self, n: usize) {
+        if let Some(room) = &self.inner.room {
+            room.release(n);
+        }
+    }
+
+    fn signal(&self) -> &Signal {
+        &self.inner.signal
+    }
+}
+
+impl<M> Drop for Mailbox<M> {
+    fn drop(&mut self) {
+        self.inner.close();
+        if !self.owned_by_task {
+            let _ = self.inner.exit.put(Exit::Closed);
+        }
+        self.pull_all();
+        // The stash (and what was queued) drops with `self`.
+    }
+}
+
+impl<M> fmt::Debug for Mailbox<M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Mailbox")
+            .field("addr", &Arc::as_ptr(&self.inner))
+            .field("stashed", &self.stash.len())
+            .field("closed", &self.inner.is_closed())
+            .finish()
+    }
+}

@@ -1,0 +1,235 @@
+//! `IVar`: a write-once variable whose read is an op.
+//!
+//! # Invariants
+//!
+//! * `state` goes `EMPTY -> WRITING -> FULL` once. The one `put` that wins
+//!   `EMPTY -> WRITING` writes `value` and then stores `FULL` (Release); the
+//!   value is read only after an Acquire load saw `FULL`, and never written
+//!   again, so shared reads need no lock.
+//! * `waiters` (under the lock) holds the records of blocked gets. `put`
+//!   stores `FULL` *before* taking the lock and committing every record; a
+//!   get publishes its record and looks at `state` under the same lock, so
+//!   either it sees `FULL` or `put` finds its record.
+//! * No waker is woken while the lock is held.
+
+use crate::loom::{AtomicUsize, Lock, Ordering, UnsafeCell};
+use crate::op::waiter::{Registration, WaitQueue};
+use crate::op::{BlockCx, Op, sealed::Sealed};
+use std::fmt;
+use std::marker::PhantomPinned;
+use std::mem::MaybeUninit;
+use std::pin::Pin;
+use std::task::Waker;
+
+const EMPTY: usize = 0;
+const WRITING: usize = 1;
+const FULL: usize = 2;
+
+/// A write-once variable (Concurrent ML's `ivar`, a one-shot future): one
+/// [`put`](IVar::put) fills it, and every [`get_op`](IVar::get_op) — before
+/// or after — yields a clone of the value. Reading is an op, so waiting for
+/// the value composes with channels, timeouts and everything else.
+///
+/// # Examples
+///
+/// ```
+/// use fibra::IVar;
+/// use std::sync::Arc;
+///
+/// let answer = Arc::new(IVar::new());
+/// let reader = {
+///     let answer = answer.clone();
+///     std::thread::spawn(move || answer.get_blocking())
+/// };
+/// answer.put(42).unwrap();
+/// assert_eq!(answer.put(43), Err(43)); // written once only
+/// assert_eq!(reader.join().unwrap(), 42);
+/// ```
+pub struct IVar<T> {
+    state: AtomicUsize,
+    value: UnsafeCell<MaybeUninit<T>>,
+    waiters: Lock<WaitQueue<()>>,
+}
+
+// SAFETY: the value is written once, before `FULL` is published, and only
+// read (shared) afterwards; `T: Send + Sync` covers moving it in from one
+// thread and reading it from many.
+unsafe impl<T: Send + Sync> Sync for IVar<T> {}
+// SAFETY: owning the IVar owns the value.
+unsafe impl<T: Send> Send for IVar<T> {}
+
+impl<T> IVar<T> {
+    /// An empty variable.
+    pub fn new() -> Self {
+        Self {
+            state: AtomicUsize::new(EMPTY),
+            value: UnsafeCell::new(MaybeUninit::uninit()),
+            waiters: Lock::new(WaitQueue::default()),
+        }
+    }
+
+    /// Fills the variable and wakes every waiting get. A variable is written
+    /// once: a second `put` returns its value in `Err`.
+    pub fn put(&self, value: T) -> Result<(), T> {
+        // Acquire on failure is not needed: we only learn we lost.
+        if self
+            .state
+            .compare_exchange(EMPTY, WRITING, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            return Err(value);
+        }
+        // SAFETY: we won `EMPTY -> WRITING`: nobody else writes, and nobody
+        // reads before `FULL`.
+        self.value.with_mut(|v| unsafe { (*v).write(value) });
+        // Release: publishes the value to every Acquire load that sees FULL.
+        self.state.store(FULL, Ordering::Release);
+        let mut wakers = Vec::new();
+        self.waiters.lock().commit_all(&mut wakers);
+        wakers.into_iter().for_each(Waker::wake);
+        Ok(())
+    }
+
+    /// The value, if the variable is full.
+    pub fn get_ref(&self) -> Option<&T> {
+        if self.state.load(Ordering::Acquire) == FULL {
+            // SAFETY: FULL (seen with Acquire): written and never written
+            // again, so a shared reference lives as long as `self`.
+            Some(self.value.with(|v| unsafe { (*v).assume_init_ref() }))
+        } else {
+            None
+        }
+    }
+
+    /// Whether the variable is full.
+    pub fn is_full(&self) -> bool {
+        self.state.load(Ordering::Acquire) == FULL
+    }
+}
+
+impl<T: Clone> IVar<T> {
+    /// A clone of the value, if the variable is full.
+    pub fn try_get(&self) -> Option<T> {
+        self.get_ref().cloned()
+    }
+
+    /// The op of reading the variable: commits once it is full, yielding a
+    /// clone of the value.
+    ///
+    /// ```
+    /// use fibra::{IVar, Op, always, choose_biased};
+    ///
+    /// let v = IVar::new();
+    /// let op = || choose_biased((v.get_op(), always(0)));
+    /// assert_eq!(op().perform(), 0); // empty: the second branch
+    /// v.put(7).unwrap();
+    /// assert_eq!(op().perform(), 7);
+    /// ```
+    pub fn get_op(&self) -> GetOp<'_, T> {
+        GetOp {
+            ivar: self,
+            slot: (),
+            published: None,
+            _pinned: PhantomPinned,
+        }
+    }
+
+    /// Waits until the variable is full and returns a clone of the value.
+    pub async fn get(&self) -> T {
+        self.get_op().await
+    }
+
+    /// Waits until the variable is full, parking the OS thread.
+    ///
+    /// # Panics
+    ///
+    /// On a fibra worker thread (use `.await` there).
+    pub fn get_blocking(&self) -> T {
+        self.get_op().perform()
+    }
+}
+
+impl<T> Default for IVar<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T> Drop for IVar<T> {
+    fn drop(&mut self) {
+        if *self.state.get_mut() == FULL {
+            // SAFETY: FULL: initialised, and we are the last owner.
+            self.value.with_mut(|v| unsafe { (*v).assume_init_drop() });
+        }
+    }
+}
+
+impl<T: fmt::Debug> fmt::Debug for IVar<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.get_ref() {
+            Some(v) => f.debug_tuple("IVar").field(v).finish(),
+            None => f.write_str("IVar(<empty>)"),
+        }
+    }
+}
+
+/// The op of reading an [`IVar`]: made by [`IVar::get_op`].
+#[must_use = "an op does nothing unless performed"]
+pub struct GetOp<'a, T> {
+    ivar: &'a IVar<T>,
+    slot: (),
+    published: Option<Registration>,
+    _pinned: PhantomPinned,
+}
+
+impl<T> Sealed for GetOp<'_, T> {}
+
+impl<'a, T: Clone> GetOp<'a, T> {
+    fn parts(self: Pin<&mut Self>) -> (&'a IVar<T>, &(), &mut Option<Registration>) {
+        // SAFETY: nothing is moved out; `published` is not structurally
+        // pinned and the slot is only pointed at.
+        let this = unsafe { self.get_unchecked_mut() };
+        (this.ivar, &this.slot, &mut this.published)
+    }
+}
+
+impl<T: Clone> Op for GetOp<'_, T> {
+    type Output = T;
+
+    fn try_now(self: Pin<&mut Self>) -> Option<T> {
+        self.ivar.try_get()
+    }
+
+    fn block(self: Pin<&mut Self>, cx: BlockCx<'_>) {
+        let (ivar, slot, published) = self.parts();
+        let mut q = ivar.waiters.lock();
+        if ivar.is_full() {
+            if cx.state.claim().is_ok() {
+                cx.state.commit_own(cx.leaf);
+            }
+            return;
+        }
+        *published = Some(q.publish(cx, slot));
+    }
+
+    fn finish(self: Pin<&mut Self>, _leaf: usize) -> T {
+        let (ivar, _, published) = self.parts();
+        *published = None;
+        ivar.try_get().expect("a committed get sees the value")
+    }
+
+    fn abandon(self: Pin<&mut Self>, _leaf: usize) {
+        *self.parts().2 = None;
+    }
+
+    fn withdraw(self: Pin<&mut Self>) {
+        let (ivar, _, published) = self.parts();
+        if let Some(reg) = published.take() {
+            ivar.waiters.lock().remove(reg);
+        }
+    }
+}
+
+crate::op::op_into_future! {
+    impl['a, T: Clone] GetOp<'a, T>;
+}

@@ -1,0 +1,442 @@
+//! `Semaphore`: a counting semaphore whose acquire is an op.
+//!
+//! # Invariants
+//!
+//! * `permits` holds `count << 1 | CLOSED`. Permits are taken and given back
+//!   with atomic read-modify-writes, never under the lock, so an uncontended
+//!   post or wait is one RMW.
+//! * `waiters` (under the lock) holds the records of blocked acquires. A
+//!   committer writes `Some(())` into a record's slot when it hands it a
+//!   permit; a record committed by `close` keeps `None` (the acquire fails).
+//! * `waiting` is `true` whenever `waiters` may hold a record: set under the
+//!   lock before a blocked acquire's last look at `permits`, cleared under
+//!   the lock when the queue is empty. A release reads it after adding its
+//!   permits; the two SeqCst fences (release: after the add; acquire: after
+//!   setting `waiting`) make sure that either the release sees `waiting` and
+//!   serves the queue, or the acquire's last look sees the new permits.
+//! * No waker is woken while the lock is held.
+
+use crate::chan::core::{Slot, put, take};
+use crate::loom::{AtomicBool, AtomicUsize, Lock, Ordering, UnsafeCell, fence};
+use crate::op::waiter::{Registration, WaitQueue};
+use crate::op::{BlockCx, Op, sealed::Sealed};
+use std::fmt;
+use std::marker::PhantomPinned;
+use std::pin::Pin;
+use std::task::Waker;
+
+const CLOSED: usize = 1;
+const ONE: usize = 2;
+
+/// The most permits a semaphore can hold.
+pub const MAX_PERMITS: usize = usize::MAX >> 2;
+
+/// A counting semaphore (Racket's `make-semaphore`, tokio's `Semaphore`)
+/// whose acquire is an op, so waiting for a permit composes with channels,
+/// timeouts and every other op in a choice.
+///
+/// [`release`](Semaphore::release) never blocks. An acquire takes one
+/// permit and returns it as a [`Permit`] guard, which gives the permit back
+/// when dropped; [`Permit::forget`] keeps it taken (the semaphore-as-counter
+/// style: one task posts, another waits). Blocked acquires are served in
+/// FIFO order when permits are released; a permit released while nobody
+/// waits goes to whoever asks first.
+///
+/// # Examples
+///
+/// ```
+/// use fibra::Semaphore;
+/// use std::sync::Arc;
+///
+/// let sem = Arc::new(Semaphore::new(0));
+/// let poster = {
+///     let sem = sem.clone();
+///     std::thread::spawn(move || (0..3).for_each(|_| sem.release(1)))
+/// };
+/// for _ in 0..3 {
+///     sem.acquire_blocking().unwrap().forget();
+/// }
+/// poster.join().unwrap();
+/// assert_eq!(sem.available_permits(), 0);
+/// ```
+pub struct Semaphore {
+    permits: AtomicUsize,
+    waiting: AtomicBool,
+    waiters: Lock<WaitQueue<Slot<()>>>,
+}
+
+/// The error of an acquire on a closed semaphore.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AcquireError;
+
+impl fmt::Display for AcquireError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("the semaphore is closed")
+    }
+}
+
+impl std::error::Error for AcquireError {}
+
+/// Why [`Semaphore::try_acquire`] failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TryAcquireError {
+    /// No permit is available now.
+    NoPermits,
+    /// The semaphore is closed.
+    Closed,
+}
+
+impl fmt::Display for TryAcquireError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TryAcquireError::NoPermits => f.write_str("no permit is available"),
+            TryAcquireError::Closed => f.write_str("the semaphore is closed"),
+        }
+    }
+}
+
+impl std::error::Error for TryAcquireError {}
+
+impl Semaphore {
+    /// A semaphore holding `permits` permits.
+    ///
+    /// # Panics
+    ///
+    /// If `permits` exceeds [`MAX_PERMITS`].
+    pub fn new(permits: usize) -> Self {
+        assert!(
+            permits <= MAX_PERMITS,
+            "a semaphore holds at most {MAX_PERMITS} permits"
+        );
+        Self {
+            permits: AtomicUsize::new(permits * ONE),
+            waiting: AtomicBool::new(false),
+            waiters: Lock::new(WaitQueue::default()),
+        }
+    }
+
+    /// The permits available now.
+    pub fn available_permits(&self) -> usize {
+        self.permits.load(Ordering::Relaxed) / ONE
+    }
+
+    /// Whether [`close`](Semaphore::close) was called.
+    pub fn is_closed(&self) -> bool {
+        self.permits.load(Ordering::Acquire) & CLOSED != 0
+    }
+
+    /// Adds `n` permits (Racket's `semaphore-post`), handing them to blocked
+    /// acquires first, in the order they blocked. Never blocks.
+    ///
+    /// # Panics
+    ///
+    /// If the count would exceed [`MAX_PERMITS`].
+    pub fn release(&self, n: usize) {
+        if n == 0 {
+            return;
+        }
+        assert!(
+            n <= MAX_PERMITS,
+            "a semaphore holds at most {MAX_PERMITS} permits"
+        );
+        // SeqCst RMW then fence: see the module invariants (Dekker with the
+        // acquire's `waiting` store and fence).
+        let before = self.permits.fetch_add(n * ONE, Ordering::SeqCst);
+        if before / ONE + n > MAX_PERMITS {
+            self.permits.fetch_sub(n * ONE, Ordering::Relaxed);
+            panic!("a semaphore holds at most {MAX_PERMITS} permits");
+        }
+        fence(Ordering::SeqCst);
+        if self.waiting.load(Ordering::Relaxed) {
+            self.serve();
+        }
+    }
+
+    /// Takes a permit now, if one is available.
+    ///
+    /// ```
+    /// use fibra::{Semaphore, TryAcquireError};
+    ///
+    /// let sem = Semaphore::new(1);
+    /// let p = sem.try_acquire().unwrap();
+    /// assert_eq!(sem.try_acquire().unwrap_err(), TryAcquireError::NoPermits);
+    /// drop(p); // gives the permit back
+    /// assert!(sem.try_acquire().is_ok());
+    /// ```
+    pub fn try_acquire(&self) -> Result<Permit<'_>, TryAcquireError> {
+        match self.take_permit() {
+            Taken::Yes => Ok(Permit { sem: self }),
+            Taken::No => Err(TryAcquireError::NoPermits),
+            Taken::Closed => Err(TryAcquireError::Closed),
+        }
+    }
+
+    /// The op of acquiring one permit: commits when it gets one, yields
+    /// `Err(AcquireError)` if the semaphore is closed first.
+    ///
+    /// ```
+    /// use fibra::{Op, Semaphore, choose, time::after};
+    /// use std::time::Duration;
+    ///
+    /// let sem = Semaphore::new(0);
+    /// // Wait for a permit, but at most 10 ms.
+    /// let got = choose((
+    ///     sem.acquire_op().wrap(|p| p.is_ok()),
+    ///     after(Duration::from_millis(10)).wrap(|_| false),
+    /// ))
+    /// .perform();
+    /// assert!(!got);
+    /// ```
+    pub fn acquire_op(&self) -> AcquireOp<'_> {
+        AcquireOp {
+            sem: self,
+            slot: UnsafeCell::new(None),
+            published: None,
+            _pinned: PhantomPinned,
+        }
+    }
+
+    /// Waits for a permit (Racket's `semaphore-wait`, keeping the permit
+    /// with [`Permit::forget`]).
+    ///
+    /// ```
+    /// # fibra::run(async {
+    /// let sem = fibra::Semaphore::new(1);
+    /// let permit = sem.acquire().await.unwrap();
+    /// assert_eq!(sem.available_permits(), 0);
+    /// drop(permit);
+    /// assert_eq!(sem.available_permits(), 1);
+    /// # });
+    /// ```
+    pub async fn acquire(&self) -> Result<Permit<'_>, AcquireError> {
+        self.acquire_op().await
+    }
+
+    /// Waits for a permit, parking the OS thread.
+    ///
+    /// # Panics
+    ///
+    /// On a fibra worker thread (use `.await` there).
+    pub fn acquire_blocking(&self) -> Result<Permit<'_>, AcquireError> {
+        self.acquire_op().perform()
+    }
+
+    /// Closes the semaphore: blocked and later acquires fail with
+    /// [`AcquireError`]; releases still count but nobody can take them.
+    ///
+    /// ```
+    /// let sem = fibra::Semaphore::new(0);
+    /// sem.close();
+    /// assert!(sem.acquire_blocking().is_err());
+    /// ```
+    pub fn close(&self) {
+        self.permits.fetch_or(CLOSED, Ordering::AcqRel);
+        let mut wakers = Vec::new();
+        {
+            let mut q = self.waiters.lock();
+            q.commit_all(&mut wakers);
+            self.waiting.store(false, Ordering::Relaxed);
+        }
+        wakers.into_iter().for_each(Waker::wake);
+    }
+
+    fn take_permit(&self) -> Taken {
+        // Acquire: a permit's release happened before we use what it guards.
+        let mut cur = self.permits.load(Ordering::Acquire);
+        loop {
+            if cur & CLOSED != 0 {
+                return Taken::Closed;
+            }
+            if cur < ONE {
+                return Taken::No;
+            }
+            match self.permits.compare_exchange_weak(
+                cur,
+                cur - ONE,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return Taken::Yes,
+                Err(now) => cur = now,
+            }
+        }
+    }
+
+    /// Hands available permits to blocked acquires, front first.
+    fn serve(&self) {
+        let mut wakers = Vec::new();
+        {
+            let mut q = self.waiters.lock();
+            while let Some(w) = q.pop_front() {
+                match self.take_permit() {
+                    Taken::Yes => {}
+                    Taken::No | Taken::Closed => {
+                        q.push_front(w);
+                        break;
+                    }
+                }
+                if w.op().commit_spinning(w.leaf()) {
+                    // SAFETY: we won the acquirer's opstate (`BUSY`).
+                    unsafe { put(w.slot(), ()) };
+                    wakers.extend(w.op().finish_remote(w.leaf()));
+                } else {
+                    // A stale record (its perform committed elsewhere or was
+                    // dropped): the permit goes back to the pool.
+                    self.permits.fetch_add(ONE, Ordering::Release);
+                }
+            }
+            if q.is_empty() {
+                self.waiting.store(false, Ordering::Relaxed);
+            }
+        }
+        wakers.into_iter().for_each(Waker::wake);
+    }
+}
+
+impl Default for Semaphore {
+    /// A semaphore with no permits.
+    fn default() -> Self {
+        Self::new(0)
+    }
+}
+
+impl fmt::Debug for Semaphore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Semaphore")
+            .field("permits", &self.available_permits())
+            .field("closed", &self.is_closed())
+            .finish()
+    }
+}
+
+enum Taken {
+    Yes,
+    No,
+    Closed,
+}
+
+/// One permit of a [`Semaphore`]; dropping it gives the permit back.
+#[must_use = "dropping a permit releases it at once"]
+pub struct Permit<'a> {
+    sem: &'a Semaphore,
+}
+
+impl Permit<'_> {
+    /// Keeps the permit taken: it is not given back on drop.
+    pub fn forget(self) {
+        std::mem::forget(self);
+    }
+}
+
+impl Drop for Permit<'_> {
+    fn drop(&mut self) {
+        self.sem.release(1);
+    }
+}
+
+impl fmt::Debug for Permit<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Permit")
+    }
+}
+
+/// The op of acquiring a permit: made by [`Semaphore::acquire_op`].
+#[must_use = "an op does nothing unless performed"]
+pub struct AcquireOp<'a> {
+    sem: &'a Semaphore,
+    slot: Slot<()>,
+    published: Option<Registration>,
+    _pinned: PhantomPinned,
+}
+
+// SAFETY: the slot holds `()` and is touched only under the op protocol.
+unsafe impl Send for AcquireOp<'_> {}
+// SAFETY: as above.
+unsafe impl Sync for AcquireOp<'_> {}
+
+impl<'a> AcquireOp<'a> {
+    fn parts(self: Pin<&mut Self>) -> (&'a Semaphore, &Slot<()>, &mut Option<Registration>) {
+        // SAFETY: the slot stays pinned (shared reference only); `published`
+        // is not structurally pinned.
+        let this = unsafe { self.get_unchecked_mut() };
+        (this.sem, &this.slot, &mut this.published)
+    }
+}
+
+impl Sealed for AcquireOp<'_> {}
+
+impl<'a> Op for AcquireOp<'a> {
+    type Output = Result<Permit<'a>, AcquireError>;
+
+    fn try_now(self: Pin<&mut Self>) -> Option<Self::Output> {
+        let sem = self.sem;
+        match sem.take_permit() {
+            Taken::Yes => Some(Ok(Permit { sem })),
+            Taken::Closed => Some(Err(AcquireError)),
+            Taken::No => None,
+        }
+    }
+
+    fn block(self: Pin<&mut Self>, cx: BlockCx<'_>) {
+        let (sem, slot, published) = self.parts();
+        let mut q = sem.waiters.lock();
+        let reg = q.publish(cx, slot);
+        sem.waiting.store(true, Ordering::Relaxed);
+        // Pairs with the fence in `release` (module invariants).
+        fence(Ordering::SeqCst);
+        if cx.state.claim().is_err() {
+            // Another branch committed meanwhile.
+            *published = Some(reg);
+            return;
+        }
+        match sem.take_permit() {
+            // SAFETY: we hold our own claim: the slot is ours.
+            Taken::Yes => unsafe { put(slot, ()) },
+            Taken::Closed => {}
+            Taken::No => {
+                cx.state.unclaim();
+                *published = Some(reg);
+                return;
+            }
+        }
+        q.remove(reg);
+        if q.is_empty() {
+            sem.waiting.store(false, Ordering::Relaxed);
+        }
+        cx.state.commit_own(cx.leaf);
+    }
+
+    fn finish(self: Pin<&mut Self>, _leaf: usize) -> Self::Output {
+        let (sem, slot, published) = self.parts();
+        *published = None;
+        // SAFETY: `SYNCED`: the slot is ours again.
+        match unsafe { take(slot) } {
+            Some(()) => Ok(Permit { sem }),
+            None => Err(AcquireError),
+        }
+    }
+
+    fn abandon(self: Pin<&mut Self>, _leaf: usize) {
+        let (sem, slot, published) = self.parts();
+        *published = None;
+        // SAFETY: `SYNCED`: the slot is ours again.
+        if unsafe { take(slot) }.is_some() {
+            sem.release(1);
+        }
+    }
+
+    fn withdraw(self: Pin<&mut Self>) {
+        let (sem, _, published) = self.parts();
+        if let Some(reg) = published.take() {
+            let mut q = sem.waiters.lock();
+            q.remove(reg);
+            if q.is_empty() {
+                sem.waiting.store(false, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+crate::op::op_into_future! {
+    impl['a] AcquireOp<'a>;
+}
