@@ -19,6 +19,11 @@
 //! Every receiver takes exactly `iterations` values (Racket's mailboxes
 //! cannot be closed). Tasks are spawned consumer first, as in mbox-test.ss.
 //!
+//! fibra: `Semaphore` (`acquire().await` then drop the permit for the
+//! baseline; `acquire().await` + `forget()` / `release(1)` otherwise),
+//! `mailbox()` (`Addr::send`, `Mailbox::recv`), `channel()`, `unbounded()`,
+//! `yield_now()`.
+//!
 //! Peers: tokio (`Semaphore`; unbounded mpsc for both the mailbox and the
 //! buffered rows, tokio's only unbounded queue; `mpsc::channel(1)` for the
 //! rendezvous; `yield_now`), Go (see `go/mailboxes.go`), Erlang (the two
@@ -158,7 +163,7 @@ fn rows(config: &Config, workload: Workload, n: u64) -> Vec<Case> {
     // fibra on its multi-thread runtime (default workers) and on its
     // current-thread runtime; the group has no `fibra-1` rows.
     let mut rows = fibra_rows!(&spec, config, move || fibra_run(workload, n));
-    rows.retain(|case| case.system != System::Fibra1 && fibra_has(workload));
+    rows.retain(|case| case.system != System::Fibra1);
     let tokio_row = |system, runner| {
         let case = spec.on(system, runner).with_note(TOKIO_NOTE);
         if matches!(workload, Asymmetric(Channel) | Symmetric(Channel)) {
@@ -383,25 +388,18 @@ async fn tokio_symmetric_channel(n: u64) -> u64 {
 
 // ---- fibra --------------------------------------------------------------
 
-/// Whether fibra has the primitives of `workload` yet (its mailbox and
-/// semaphore are being written).
-const fn fibra_has(workload: Workload) -> bool {
-    !matches!(
-        workload,
-        SemaBaseline | Asymmetric(Sema | Mailbox) | Symmetric(Sema | Mailbox)
-    )
-}
-
 /// One run of `workload` on fibra's runtime.
 #[cfg(feature = "fibra-rt")]
 async fn fibra_run(workload: Workload, n: u64) -> u64 {
     match workload {
-        SemaBaseline | Asymmetric(Sema | Mailbox) | Symmetric(Sema | Mailbox) => {
-            unreachable!("no fibra rows for {workload:?} yet")
-        }
+        SemaBaseline => fibra_sema_baseline(n).await,
         SwitchBaseline => fibra_switch(n).await,
+        Asymmetric(Sema) => fibra_asymmetric_sema(n).await,
+        Asymmetric(Mailbox) => fibra_asymmetric_mailbox(n).await,
         Asymmetric(Channel) => fibra_asymmetric(fibra::channel(), n).await,
         Asymmetric(Buffered) => fibra_asymmetric(fibra::unbounded(), n).await,
+        Symmetric(Sema) => fibra_symmetric_sema(n).await,
+        Symmetric(Mailbox) => fibra_symmetric_mailbox(n).await,
         Symmetric(Channel) => fibra_symmetric(fibra::channel(), fibra::channel(), n).await,
         Symmetric(Buffered) => fibra_symmetric(fibra::unbounded(), fibra::unbounded(), n).await,
     }
@@ -418,6 +416,125 @@ async fn fibra_two(
     let other = fibra::spawn(other);
     other.await.expect("fibra task failed");
     main.await.expect("fibra task failed")
+}
+
+#[cfg(feature = "fibra-rt")]
+async fn fibra_sema_baseline(n: u64) -> u64 {
+    let task = fibra::spawn(async move {
+        let sema = fibra::Semaphore::new(1);
+        let mut count = 0;
+        for _ in 0..n {
+            let permit = sema.acquire().await.expect("fibra: semaphore closed");
+            drop(permit);
+            count += 1;
+        }
+        assert_eq!(sema.available_permits(), 1, "fibra: permit lost");
+        count
+    });
+    task.await.expect("fibra task failed")
+}
+
+#[cfg(feature = "fibra-rt")]
+async fn fibra_asymmetric_sema(n: u64) -> u64 {
+    let sema = Arc::new(fibra::Semaphore::new(0));
+    let posts = sema.clone();
+    fibra_two(
+        async move {
+            let mut count = 0;
+            for _ in 0..n {
+                sema.acquire()
+                    .await
+                    .expect("fibra: semaphore closed")
+                    .forget();
+                count += 1;
+            }
+            count
+        },
+        async move {
+            for _ in 0..n {
+                posts.release(1);
+            }
+        },
+    )
+    .await
+}
+
+#[cfg(feature = "fibra-rt")]
+async fn fibra_symmetric_sema(n: u64) -> u64 {
+    use fibra::Semaphore;
+    let ping = Arc::new(Semaphore::new(0));
+    let pong = Arc::new(Semaphore::new(0));
+    let (ping2, pong2) = (ping.clone(), pong.clone());
+    fibra_two(
+        async move {
+            let mut count = 0;
+            for _ in 0..n {
+                ping.release(1);
+                pong.acquire()
+                    .await
+                    .expect("fibra: semaphore closed")
+                    .forget();
+                count += 1;
+            }
+            count
+        },
+        async move {
+            for _ in 0..n {
+                ping2
+                    .acquire()
+                    .await
+                    .expect("fibra: semaphore closed")
+                    .forget();
+                pong2.release(1);
+            }
+        },
+    )
+    .await
+}
+
+/// `asymmetric-mailbox`: the producer sends to the consumer's address
+/// (a send never blocks).
+#[cfg(feature = "fibra-rt")]
+async fn fibra_asymmetric_mailbox(n: u64) -> u64 {
+    let (addr, mut inbox) = fibra::mailbox::<u64>();
+    fibra_two(
+        async move {
+            let mut sum = 0;
+            for _ in 0..n {
+                sum += inbox.recv().await.expect("fibra: producer gone");
+            }
+            sum
+        },
+        async move {
+            for i in 0..n {
+                assert!(addr.send(i).is_ok(), "fibra: consumer gone");
+            }
+        },
+    )
+    .await
+}
+
+#[cfg(feature = "fibra-rt")]
+async fn fibra_symmetric_mailbox(n: u64) -> u64 {
+    let (ping, mut ping_inbox) = fibra::mailbox::<u64>();
+    let (pong, mut pong_inbox) = fibra::mailbox::<u64>();
+    fibra_two(
+        async move {
+            let mut sum = 0;
+            for i in 0..n {
+                assert!(ping.send(i).is_ok(), "fibra: responder gone");
+                sum += pong_inbox.recv().await.expect("fibra: responder gone");
+            }
+            sum
+        },
+        async move {
+            for _ in 0..n {
+                let v = ping_inbox.recv().await.expect("fibra: initiator gone");
+                assert!(pong.send(v + 1).is_ok(), "fibra: initiator gone");
+            }
+        },
+    )
+    .await
 }
 
 #[cfg(feature = "fibra-rt")]
@@ -526,7 +643,7 @@ mod tests {
         use crate::exec::FibraFlavour;
         for flavour in [FibraFlavour::CurrentThread, FibraFlavour::Multi(Some(2))] {
             let rt = flavour.build();
-            for workload in WORKLOADS.into_iter().filter(|&w| fibra_has(w)) {
+            for workload in WORKLOADS {
                 assert_eq!(
                     rt.block_on(fibra_run(workload, N)),
                     workload.expected(N),
@@ -545,12 +662,13 @@ mod tests {
                 .filter(|c| c.spec.workload == workload.name())
                 .map(|c| c.system)
                 .collect();
-            let mut expected = if fibra_has(workload) {
-                vec![System::Fibra, System::FibraCt]
-            } else {
-                Vec::new()
-            };
-            expected.extend([System::TokioCt, System::TokioMt, System::Go]);
+            let mut expected = vec![
+                System::Fibra,
+                System::FibraCt,
+                System::TokioCt,
+                System::TokioMt,
+                System::Go,
+            ];
             if workload.erlang() {
                 expected.push(System::Erlang);
             }
