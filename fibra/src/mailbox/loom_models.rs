@@ -1,1 +1,127 @@
+//! loom models of the mailbox (queue, parking, selective receive) and of
+//! the semaphore. Run with
+//! `RUSTFLAGS="--cfg loom" cargo test -p fibra --release --lib loom_`.
 
+use crate::chan::loom_models::model;
+use crate::loom::thread;
+use crate::{Op, Semaphore, TryRecvError, bounded, choose, mailbox};
+
+#[test]
+fn loom_mailbox_two_senders_each_message_once() {
+    // Two producers race on the queue's tail (and one may be caught between
+    // its swap and its link) while the receiver parks and wakes. (Sender
+    // order is the selective-receive model's business: two sends from one
+    // thread here make the model take minutes.)
+    model(|| {
+        let (a, mut mb) = mailbox::<u32>();
+        let b = a.clone();
+        let ta = thread::spawn(move || a.send(1).unwrap());
+        let tb = thread::spawn(move || b.send(10).unwrap());
+        let mut got = Vec::new();
+        while let Some(m) = mb.recv_blocking() {
+            got.push(m);
+        }
+        ta.join().unwrap();
+        tb.join().unwrap();
+        // `None` came only after both addresses went: nothing is missing.
+        got.sort();
+        assert_eq!(got, [1, 10]);
+    });
+}
+
+#[test]
+fn loom_mailbox_send_racing_the_receiver_parking_is_not_lost() {
+    model(|| {
+        let (addr, mut mb) = mailbox::<u32>();
+        let t = thread::spawn(move || addr.send(7).unwrap());
+        assert_eq!(mb.recv_blocking(), Some(7));
+        t.join().unwrap();
+        assert_eq!(mb.recv_blocking(), None);
+    });
+}
+
+#[test]
+fn loom_mailbox_selective_receive_woken_by_a_non_match_keeps_waiting() {
+    model(|| {
+        let (addr, mut mb) = mailbox::<u32>();
+        let t = thread::spawn(move || {
+            addr.send(1).unwrap();
+            addr.send(2).unwrap();
+        });
+        assert_eq!(mb.recv_matching_op(|&m| m == 2).perform(), Some(2));
+        assert_eq!(mb.try_recv(), Ok(1));
+        t.join().unwrap();
+        assert_eq!(mb.try_recv(), Err(TryRecvError::Disconnected));
+    });
+}
+
+#[test]
+fn loom_mailbox_receive_losing_a_choice_leaves_the_message() {
+    // The receiver waits on its mailbox or a channel; both get a value. The
+    // branch that loses must not have taken its value.
+    model(|| {
+        let (addr, mut mb) = mailbox::<u32>();
+        let (tx, rx) = bounded::<u32>(1);
+        let tm = thread::spawn(move || {
+            addr.send(1).unwrap();
+            addr
+        });
+        let tc = thread::spawn(move || {
+            tx.try_send(2).unwrap();
+            tx
+        });
+        let first = choose((
+            mb.recv_op().wrap(|m| m.unwrap()),
+            rx.recv_op().wrap(|v| v.unwrap()),
+        ))
+        .perform();
+        let _addr = tm.join().unwrap();
+        let _tx = tc.join().unwrap();
+        let second = match first {
+            1 => rx.try_recv().unwrap(),
+            2 => mb.try_recv().unwrap(),
+            other => panic!("received {other}"),
+        };
+        assert_eq!(first + second, 3);
+    });
+}
+
+#[test]
+fn loom_semaphore_release_racing_a_blocked_acquire() {
+    model(|| {
+        let sem = crate::loom::Arc::new(Semaphore::new(0));
+        let s2 = sem.clone();
+        let t = thread::spawn(move || s2.release(1));
+        sem.acquire_blocking().unwrap().forget();
+        t.join().unwrap();
+        assert_eq!(sem.available_permits(), 0);
+    });
+}
+
+#[test]
+fn loom_semaphore_acquire_losing_a_choice_keeps_no_permit() {
+    // A blocked acquire in a choice with a channel receive; a permit and a
+    // value arrive at once. Whichever branch wins, the permits add up.
+    model(|| {
+        let sem = crate::loom::Arc::new(Semaphore::new(0));
+        let (tx, rx) = bounded::<u32>(1);
+        let s2 = sem.clone();
+        let tr = thread::spawn(move || s2.release(1));
+        let tc = thread::spawn(move || {
+            tx.try_send(5).unwrap();
+            tx
+        });
+        let acquired = choose((
+            sem.acquire_op().wrap(|p| {
+                p.unwrap().forget();
+                true
+            }),
+            rx.recv_op().wrap(|_| false),
+        ))
+        .perform();
+        tr.join().unwrap();
+        let _tx = tc.join().unwrap();
+        let expected = if acquired { 0 } else { 1 };
+        assert_eq!(sem.available_permits(), expected);
+    });
+}

@@ -157,7 +157,7 @@ impl<T> Default for IVar<T> {
 
 impl<T> Drop for IVar<T> {
     fn drop(&mut self) {
-        if *self.state.get_mut() == FULL {
+        if self.state.load(Ordering::Acquire) == FULL {
             // SAFETY: FULL: initialised, and we are the last owner.
             self.value.with_mut(|v| unsafe { (*v).assume_init_drop() });
         }
