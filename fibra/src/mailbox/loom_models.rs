@@ -17,15 +17,25 @@ fn loom_mailbox_two_senders_each_message_once() {
         let b = a.clone();
         let ta = thread::spawn(move || a.send(1).unwrap());
         let tb = thread::spawn(move || b.send(10).unwrap());
-        let mut got = Vec::new();
-        while let Some(m) = mb.recv_blocking() {
-            got.push(m);
-        }
+        let mut got = [mb.recv_blocking().unwrap(), mb.recv_blocking().unwrap()];
         ta.join().unwrap();
         tb.join().unwrap();
-        // `None` came only after both addresses went: nothing is missing.
         got.sort();
         assert_eq!(got, [1, 10]);
+        assert_eq!(mb.try_recv(), Err(TryRecvError::Disconnected));
+    });
+}
+
+#[test]
+fn loom_mailbox_messages_cross_a_block_boundary_in_order() {
+    // Blocks hold two messages under loom: the third send installs a new
+    // block while the receiver may be reading the first.
+    model(|| {
+        let (addr, mut mb) = mailbox::<u32>();
+        let t = thread::spawn(move || (1..=3).for_each(|m| addr.send(m).unwrap()));
+        let got: Vec<u32> = (0..3).map(|_| mb.recv_blocking().unwrap()).collect();
+        assert_eq!(got, [1, 2, 3]);
+        t.join().unwrap();
     });
 }
 
@@ -37,6 +47,24 @@ fn loom_mailbox_send_racing_the_receiver_parking_is_not_lost() {
         assert_eq!(mb.recv_blocking(), Some(7));
         t.join().unwrap();
         assert_eq!(mb.recv_blocking(), None);
+    });
+}
+
+#[test]
+fn loom_mailbox_receiver_parks_again_while_the_last_wake_runs() {
+    // Each blocking receive brings a new waker. The sender that took the
+    // first park may still be running the old waker when the receiver,
+    // already woken, parks again with the new one: the receiver must wait
+    // before it replaces the waker.
+    model(|| {
+        let (addr, mut mb) = mailbox::<u32>();
+        let t = thread::spawn(move || {
+            addr.send(1).unwrap();
+            addr.send(2).unwrap();
+        });
+        assert_eq!(mb.recv_blocking(), Some(1));
+        assert_eq!(mb.recv_blocking(), Some(2));
+        t.join().unwrap();
     });
 }
 

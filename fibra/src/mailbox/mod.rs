@@ -95,7 +95,6 @@
 mod actor;
 mod ops;
 mod queue;
-mod signal;
 
 #[cfg(all(test, loom))]
 mod loom_models;
@@ -109,7 +108,6 @@ use crate::loom::{Arc, AtomicBool, AtomicUsize, Ordering};
 use crate::op::Op;
 use crate::sync::{IVar, Semaphore, TryAcquireError};
 use queue::Queue;
-use signal::Signal;
 use std::collections::VecDeque;
 use std::fmt;
 use std::hash::{Hash, Hasher};
@@ -119,7 +117,11 @@ use std::time::Duration;
 ///
 /// Invariants:
 /// * `queue` has one consumer: the `Mailbox` (its methods take `&mut self`),
-///   or `Inner`'s drop.
+///   or `Inner`'s drop. The consumer parks in the queue itself (see
+///   `queue.rs`); a push wakes it.
+/// * `addrs` and `closed` change without a push: whoever changes them then
+///   pokes the queue (`Queue::poke`), and a receiver reads them inside its
+///   parking attempt, so either it sees the change or it is woken.
 /// * `addrs` counts live `Addr` handles. Every push by a handle happens
 ///   before its decrement (AcqRel), so a receiver that reads 0 (Acquire)
 ///   and then finds the queue empty knows no message can come any more —
@@ -133,7 +135,6 @@ use std::time::Duration;
 ///   not tied to a task, when it closes), after `closed` is set.
 pub(crate) struct Inner<M> {
     queue: Queue<M>,
-    signal: Signal,
     addrs: AtomicUsize,
     closed: AtomicBool,
     /// Free room of a bounded mailbox: one permit per message it can still
@@ -147,7 +148,6 @@ impl<M> Inner<M> {
     fn new(capacity: Option<usize>) -> Self {
         Self {
             queue: Queue::new(),
-            signal: Signal::new(),
             addrs: AtomicUsize::new(1),
             closed: AtomicBool::new(false),
             room: capacity.map(Semaphore::new),
@@ -168,7 +168,6 @@ impl<M> Inner<M> {
             return Err(msg);
         }
         self.queue.push(msg);
-        self.signal.notify();
         Ok(())
     }
 
@@ -182,8 +181,14 @@ impl<M> Inner<M> {
             room.close();
         }
         // A receiver waiting with no message must learn it can stop.
-        self.signal.notify();
+        self.wake_receiver();
         true
+    }
+
+    /// After a change the receiver must see (`closed`, `addrs`): wake it if
+    /// it is parked, or make its parking attempt look again.
+    fn wake_receiver(&self) {
+        self.queue.poke();
     }
 }
 
@@ -350,7 +355,7 @@ impl<M> Drop for Addr<M> {
     fn drop(&mut self) {
         // AcqRel: our pushes happen before a receiver's Acquire read of 0.
         if self.inner.addrs.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.inner.signal.notify();
+            self.inner.wake_receiver();
         }
     }
 }
@@ -439,6 +444,15 @@ impl<M> Mailbox<M> {
     /// Waits for the next message. `None` once the mailbox is closed or no
     /// address is left, and it is empty.
     pub async fn recv(&mut self) -> Option<M> {
+        // Fast path: a message is there and the task may go on (the same
+        // budget a perform takes), so skip building a perform.
+        if crate::rt::budget::consume() {
+            if let Some(m) = self.take_next() {
+                self.release_room(1);
+                return Some(m);
+            }
+            crate::rt::budget::refund();
+        }
         self.recv_op().await
     }
 
@@ -555,8 +569,7 @@ impl<M> Mailbox<M> {
 
     /// Whether no message is waiting now.
     pub fn is_empty(&mut self) -> bool {
-        // SAFETY: `&mut self`: we are the single consumer.
-        self.stash.is_empty() && unsafe { self.inner.queue.is_empty() }
+        self.len() == 0
     }
 
     /// Closes the mailbox: sends fail from now on and hand their message
@@ -619,8 +632,17 @@ impl<M> Mailbox<M> {
         }
     }
 
-    fn signal(&self) -> &Signal {
-        &self.inner.signal
+    /// Parks the receiver (see `Queue::park`); `false` if messages came or
+    /// nothing can come any more: look again.
+    fn park(&self, waker: &std::task::Waker) -> bool {
+        // SAFETY: `&self` of the mailbox, whose receive ops hold it by
+        // `&mut`: we are the single consumer.
+        unsafe { self.inner.queue.park(waker, || self.is_disconnected()) }
+    }
+
+    fn unpark(&self) {
+        // SAFETY: as for `park`.
+        unsafe { self.inner.queue.unpark() }
     }
 }
 

@@ -2,7 +2,7 @@
 //! back-pressure.
 //!
 //! A receive never publishes a record that a sender could commit: it parks
-//! its waker in the mailbox's `Signal`, and when woken looks again and
+//! its waker in the mailbox's queue, and when woken looks again and
 //! commits *itself* (`W -> C -> SYNCED`, `Op::repoll`). So a message is
 //! taken only after the receive won its own opstate — if another branch of
 //! the choice won, the message stays where it was, in its place.
@@ -82,19 +82,35 @@ impl<'a, M> Receiving<'a, M> {
         Some(self.deliver(got))
     }
 
-    /// The block phase and every later poll: look, park if nothing, look
-    /// again; commit ourselves on a find.
-    fn poll(&mut self, cx: BlockCx<'_>, mut find: impl FnMut(&mut Mailbox<M>) -> Look<M>) {
-        let mut found = self.look(&mut find);
-        if let Look::Nothing = found {
-            self.mb.signal().park(cx.waker);
-            self.parked = true;
-            found = self.look(&mut find);
-            if let Look::Nothing = found {
+    /// The block phase (`fresh`: right after the optimistic look, so park
+    /// at once: the park fails if anything came since) and every later poll:
+    /// look; if nothing, park, which fails if anything came (or nothing more
+    /// can come) since the look; commit ourselves on a find.
+    fn poll(
+        &mut self,
+        cx: BlockCx<'_>,
+        fresh: bool,
+        mut find: impl FnMut(&mut Mailbox<M>) -> Look<M>,
+    ) {
+        let mut look = !fresh;
+        let found = loop {
+            if look {
+                match self.look(&mut find) {
+                    Look::Nothing => {}
+                    found => break found,
+                }
+            }
+            look = true;
+            if self.mb.park(cx.waker) {
+                // Nothing came since we looked and something can still
+                // come: the next push (or a close) wakes us.
+                self.parked = true;
                 return;
             }
-        }
-        if cx.state.claim().is_ok() {
+            // Messages arrived since we looked, or nothing more can come:
+            // look again.
+        };
+        if cx.claim().is_ok() {
             self.got = self.take(found);
             self.unpark();
             cx.state.commit_own(cx.leaf);
@@ -118,7 +134,7 @@ impl<'a, M> Receiving<'a, M> {
 
     fn unpark(&mut self) {
         if std::mem::take(&mut self.parked) {
-            self.mb.signal().unpark();
+            self.mb.unpark();
         }
     }
 }
@@ -157,16 +173,20 @@ impl<M> Unpin for RecvOp<'_, M> {}
 impl<M> Op for RecvOp<'_, M> {
     type Output = Option<M>;
 
+    fn commits_remotely(&self) -> bool {
+        false
+    }
+
     fn try_now(self: Pin<&mut Self>) -> Option<Option<M>> {
         self.get_mut().rx.try_now(next)
     }
 
     fn block(self: Pin<&mut Self>, cx: BlockCx<'_>) {
-        self.get_mut().rx.poll(cx, next);
+        self.get_mut().rx.poll(cx, true, next);
     }
 
     fn repoll(self: Pin<&mut Self>, cx: BlockCx<'_>) {
-        self.get_mut().rx.poll(cx, next);
+        self.get_mut().rx.poll(cx, false, next);
     }
 
     fn finish(self: Pin<&mut Self>, _leaf: usize) -> Option<M> {
@@ -229,6 +249,10 @@ impl<M, P> Unpin for RecvMatchingOp<'_, M, P> {}
 impl<M, P: FnMut(&M) -> bool> Op for RecvMatchingOp<'_, M, P> {
     type Output = Option<M>;
 
+    fn commits_remotely(&self) -> bool {
+        false
+    }
+
     fn try_now(self: Pin<&mut Self>) -> Option<Option<M>> {
         let (rx, find) = self.split();
         rx.try_now(find)
@@ -236,12 +260,12 @@ impl<M, P: FnMut(&M) -> bool> Op for RecvMatchingOp<'_, M, P> {
 
     fn block(self: Pin<&mut Self>, cx: BlockCx<'_>) {
         let (rx, find) = self.split();
-        rx.poll(cx, find);
+        rx.poll(cx, true, find);
     }
 
     fn repoll(self: Pin<&mut Self>, cx: BlockCx<'_>) {
         let (rx, find) = self.split();
-        rx.poll(cx, find);
+        rx.poll(cx, false, find);
     }
 
     fn finish(self: Pin<&mut Self>, _leaf: usize) -> Option<M> {

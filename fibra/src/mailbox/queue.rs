@@ -1,121 +1,438 @@
-//! The mailbox queue: many producers, one consumer, one allocation per
-//! message, wait-free push (Dmitry Vyukov's intrusive MPSC queue).
+//! The mailbox queue: many producers, one consumer, and the consumer's
+//! parking spot, all driven by one atomic word.
 //!
-//! # Invariants
+//! Messages go into blocks of `CAP` slots linked in a list (the layout of
+//! crossbeam's `SegQueue`, specialised to one consumer): a push costs one
+//! compare-and-swap on `tail` plus the write of its slot, and one block
+//! allocation per `CAP` messages. The consumer reads slots without any
+//! read-modify-write.
 //!
-//! * `tail` is the last node pushed. A push allocates its node, swaps it
-//!   into `tail` and then links it from the node it displaced (`prev.next`).
-//! * `head` belongs to the consumer. It is the "stub": the node whose value
-//!   was taken last (or the initial empty node); values live in the nodes
-//!   after it, in push order.
-//! * The consumer frees a node only after it saw the node's `next` non-null,
-//!   i.e. after the one producer that could still touch it (the one linking
-//!   its successor) is done with it.
-//! * Between a producer's swap and its link the queue is briefly
-//!   inconsistent: `tail != head` but `head.next` is null. The consumer then
-//!   waits for the link (a few instructions away) rather than report empty.
+//! # The tail word
+//!
+//! `tail` holds `pos << 3 | CHANGED | EPOCH | PARKED`. `pos` counts
+//! positions: each block spans `LAP = CAP + 1` of them, slots `0..CAP` and a
+//! last one that only means "the next block is being installed" (producers
+//! wait it out).
+//!
+//! * A producer claims slot `pos` by moving `tail` to `pos + 1` with a CAS.
+//!   The same CAS clears `PARKED`: if it was set, this producer *took* the
+//!   park and owns the wake-up.
+//! * The consumer parks by setting `PARKED` (and flipping `EPOCH`) with a
+//!   CAS that expects `pos` to equal its own read position. So it parks only
+//!   if no push claimed a slot since it last looked, and every push after
+//!   that sees `PARKED`: there is no window for a lost wake-up, and no fence
+//!   on the send path.
+//! * `poke` (the mailbox closed, its last address went) takes a park like a
+//!   push, or else flips `CHANGED`, so that a park racing it fails its CAS
+//!   and looks again: the consumer checks those conditions between its load
+//!   of `tail` and its parking CAS.
+//!
+//! # The waker cell
+//!
+//! Written by the consumer only while it is not parked and no taker of an
+//! earlier park may still be reading; read by the producer that took the
+//! park (and by the consumer). A taker, once done with the cell, stores the
+//! park's `EPOCH` bit in `done` (a plain Release store: one taker per
+//! park). A consumer whose last park was taken waits until `done` shows
+//! that park's epoch before it parks again (by then the taker has normally
+//! long finished), so at most one taker is ever outstanding; each park's
+//! epoch is the opposite of `done`'s value at the time, so the taker's store
+//! is always a change the consumer can see.
 
-use crate::loom::{AtomicPtr, Ordering, UnsafeCell, spin_wait};
+//! # Memory
+//!
+//! * The producer that claims a block's last slot allocates the next block,
+//!   publishes it in `tail_block`, moves `tail` past the install position
+//!   and links `block.next` — all before it marks its own slot ready, so a
+//!   consumer that read every slot of a block finds `next` set.
+//! * A producer dereferences `tail_block` only after its CAS succeeded, and
+//!   the block then still has its unwritten slot, so the consumer cannot
+//!   have freed it.
+//! * The consumer frees a block after it read all `CAP` slots of it: every
+//!   producer that wrote one is done with it.
+
+use crate::loom::{AtomicBool, AtomicPtr, AtomicUsize, Ordering, UnsafeCell, spin_wait};
 use crossbeam_utils::CachePadded;
+use std::mem::MaybeUninit;
 use std::ptr;
+use std::task::Waker;
 
-struct Node<T> {
-    next: AtomicPtr<Node<T>>,
-    value: UnsafeCell<Option<T>>,
+#[cfg(not(loom))]
+const CAP: usize = 31;
+/// Small blocks under loom, so models cross block boundaries.
+#[cfg(loom)]
+const CAP: usize = 2;
+const LAP: usize = CAP + 1;
+
+const PARKED: usize = 1;
+const EPOCH: usize = 2;
+const CHANGED: usize = 4;
+/// The bits a push keeps as they are.
+const FLAGS: usize = EPOCH | CHANGED;
+const SHIFT: usize = 3;
+
+struct Slot<T> {
+    value: UnsafeCell<MaybeUninit<T>>,
+    /// Set (Release) once `value` is written.
+    ready: AtomicBool,
 }
 
-impl<T> Node<T> {
-    fn alloc(value: Option<T>) -> *mut Node<T> {
-        Box::into_raw(Box::new(Node {
+struct Block<T> {
+    slots: [Slot<T>; CAP],
+    next: AtomicPtr<Block<T>>,
+}
+
+impl<T> Block<T> {
+    fn alloc() -> *mut Block<T> {
+        Box::into_raw(Box::new(Block {
+            slots: std::array::from_fn(|_| Slot {
+                value: UnsafeCell::new(MaybeUninit::uninit()),
+                ready: AtomicBool::new(false),
+            }),
             next: AtomicPtr::new(ptr::null_mut()),
-            value: UnsafeCell::new(value),
         }))
     }
 }
 
-pub(crate) struct Queue<T> {
-    /// Producers' end. Padded: every push swaps it, and the consumer's
-    /// `head` should not share its cache line.
-    tail: CachePadded<AtomicPtr<Node<T>>>,
-    /// Consumer's end (see the invariants).
-    head: UnsafeCell<*mut Node<T>>,
+/// The producers' end.
+struct Tail<T> {
+    word: AtomicUsize,
+    /// The block that holds position `word >> SHIFT`.
+    block: AtomicPtr<Block<T>>,
 }
 
-// SAFETY: values of `T` move from producer threads to the consumer; nodes are
-// handed over through the Release/Acquire pairs described below.
+/// The consumer's end.
+struct Head<T> {
+    pos: usize,
+    block: *mut Block<T>,
+    /// The epoch of our park, while we may still be parked.
+    parked: Option<usize>,
+    /// The epoch of a park a producer took, until we saw its `done`.
+    taken: Option<usize>,
+}
+
+pub(crate) struct Queue<T> {
+    tail: CachePadded<Tail<T>>,
+    head: CachePadded<UnsafeCell<Head<T>>>,
+    waker: UnsafeCell<Option<Waker>>,
+    /// The epoch of the last taken park whose taker is done with the waker.
+    done: AtomicUsize,
+    /// Models only: a taker is running the waker. loom records a cell
+    /// access at its start, not over its length, so the models check the
+    /// length with this flag.
+    #[cfg(loom)]
+    waking: AtomicBool,
+}
+
+// SAFETY: values of `T` move from producers to the consumer through the
+// Release/Acquire pairs on `ready`; the head and waker cells are accessed as
+// the module docs describe.
 unsafe impl<T: Send> Send for Queue<T> {}
-// SAFETY: as above; `head` is only touched by the single consumer (the
-// callers of the `unsafe` methods promise that).
+// SAFETY: as above.
 unsafe impl<T: Send> Sync for Queue<T> {}
 
 impl<T> Queue<T> {
     pub(crate) fn new() -> Self {
-        let stub = Node::alloc(None);
+        let block = Block::alloc();
         Self {
-            tail: CachePadded::new(AtomicPtr::new(stub)),
-            head: UnsafeCell::new(stub),
+            tail: CachePadded::new(Tail {
+                word: AtomicUsize::new(0),
+                block: AtomicPtr::new(block),
+            }),
+            head: CachePadded::new(UnsafeCell::new(Head {
+                pos: 0,
+                block,
+                parked: None,
+                taken: None,
+            })),
+            waker: UnsafeCell::new(None),
+            done: AtomicUsize::new(0),
+            #[cfg(loom)]
+            waking: AtomicBool::new(false),
         }
     }
 
-    /// Appends `value`. Wait-free apart from the allocation.
+    /// Appends `value` and wakes the consumer if it is parked.
     pub(crate) fn push(&self, value: T) {
-        let node = Node::alloc(Some(value));
-        // AcqRel: Acquire so the node we displace (made by another producer)
-        // is initialised before we write its `next`; Release so the next
-        // producer's Acquire sees our node initialised likewise.
-        let prev = self.tail.swap(node, Ordering::AcqRel);
-        // SAFETY: `prev` is alive: the consumer frees a node only after its
-        // `next` is set, and only we set `prev.next`. Release publishes our
-        // node and its value to the consumer's Acquire load of `next`.
-        unsafe { (*prev).next.store(node, Ordering::Release) };
+        let mut spare: Option<*mut Block<T>> = None;
+        let mut step = 0;
+        let mut t = self.tail.word.load(Ordering::Acquire);
+        loop {
+            let pos = t >> SHIFT;
+            let offset = pos % LAP;
+            if offset == CAP {
+                // Another producer is installing the next block.
+                spin_wait(&mut step);
+                t = self.tail.word.load(Ordering::Acquire);
+                continue;
+            }
+            if offset + 1 == CAP && spare.is_none() {
+                // We may fill the block: have the next one ready before we
+                // claim, so the install window stays short.
+                spare = Some(Block::alloc());
+            }
+            let new = ((pos + 1) << SHIFT) | (t & FLAGS);
+            // AcqRel: Acquire pairs with the Release of the install (so
+            // `tail.block` is current) and of the consumer's park (so its
+            // waker is visible); Release keeps the release sequence going.
+            match self
+                .tail
+                .word
+                .compare_exchange_weak(t, new, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => {
+                    let block = self.tail.block.load(Ordering::Acquire);
+                    if offset + 1 == CAP {
+                        let next = spare.take().expect("allocated above");
+                        // Release: the block's initialisation is visible to
+                        // producers that Acquire `tail.block` or the word.
+                        self.tail.block.store(next, Ordering::Release);
+                        self.tail.word.fetch_add(1 << SHIFT, Ordering::Release);
+                        // SAFETY: `block` is alive: our slot in it is not
+                        // written yet, so the consumer has not freed it.
+                        unsafe { (*block).next.store(next, Ordering::Release) };
+                    }
+                    // SAFETY: we claimed `offset` in `block`, which stays
+                    // alive until our slot is read; nobody else writes it.
+                    unsafe {
+                        let slot = &(*block).slots[offset];
+                        slot.value.with_mut(|v| (*v).write(value));
+                        // Release: the value is visible to the consumer's
+                        // Acquire load of `ready`.
+                        slot.ready.store(true, Ordering::Release);
+                    }
+                    if t & PARKED != 0 {
+                        self.wake(t & EPOCH);
+                    }
+                    if let Some(b) = spare {
+                        // SAFETY: allocated above and never published.
+                        drop(unsafe { Box::from_raw(b) });
+                    }
+                    return;
+                }
+                Err(now) => t = now,
+            }
+        }
     }
 
-    /// Takes the oldest value, or `None` if no push has started since the
-    /// last value was taken.
+    /// Wakes the consumer if it is parked, without a message, or else makes
+    /// a park in progress fail: the consumer should look at something else
+    /// (the mailbox closed, the last address went). Call it after that
+    /// change.
+    pub(crate) fn poke(&self) {
+        let mut t = self.tail.word.load(Ordering::Relaxed);
+        loop {
+            let new = if t & PARKED != 0 {
+                t & !PARKED
+            } else {
+                t ^ CHANGED
+            };
+            // AcqRel: Release orders the caller's change before the word's
+            // new value (a consumer that reads it with Acquire sees the
+            // change); Acquire for the waker, as in `push`.
+            match self
+                .tail
+                .word
+                .compare_exchange_weak(t, new, Ordering::AcqRel, Ordering::Relaxed)
+            {
+                Ok(_) if t & PARKED != 0 => return self.wake(t & EPOCH),
+                Ok(_) => return,
+                Err(now) => t = now,
+            }
+        }
+    }
+
+    /// We took the park of epoch `epoch`: run the waker, then say we are
+    /// done with the cell.
+    fn wake(&self, epoch: usize) {
+        #[cfg(loom)]
+        self.waking.store(true, Ordering::SeqCst);
+        // SAFETY: we took the park: the consumer does not write the cell
+        // until it sees our `done` (module docs).
+        self.waker.with(|w| {
+            if let Some(w) = unsafe { &*w } {
+                w.wake_by_ref();
+            }
+        });
+        #[cfg(loom)]
+        self.waking.store(false, Ordering::SeqCst);
+        // Release: our read of the cell happens before the consumer's next
+        // write of it (it waits for this epoch with Acquire). A plain store:
+        // one taker per park, and the next park waits for this one.
+        self.done.store(epoch, Ordering::Release);
+    }
+
+    /// Takes the oldest value, or `None` if no push has claimed a slot since
+    /// the last value was taken. Waits (a few instructions) for a push that
+    /// claimed its slot but has not written it yet.
     ///
     /// # Safety
     ///
-    /// Only one thread at a time may call the consumer methods (`pop`,
-    /// `is_empty`): the single consumer.
+    /// Only the single consumer may call the consumer methods (`pop`, `park`,
+    /// `unpark`), one at a time.
     pub(crate) unsafe fn pop(&self) -> Option<T> {
+        // SAFETY: the consumer owns `head`.
+        let head = self.head.with_mut(|h| unsafe { &mut *h });
+        let offset = head.pos % LAP;
+        // SAFETY: `head.block` is alive: only the consumer frees blocks.
+        let slot = unsafe { &(*head.block).slots[offset] };
         let mut step = 0;
-        loop {
-            // SAFETY: the consumer owns `head`.
-            let head = self.head.with_mut(|h| unsafe { *h });
-            // SAFETY: `head` is alive: only the consumer frees nodes.
-            let next = unsafe { (*head).next.load(Ordering::Acquire) };
-            if !next.is_null() {
-                // SAFETY: the consumer owns `head`.
-                self.head.with_mut(|h| unsafe { *h = next });
-                // SAFETY: `next` was published by a Release store that we
-                // read with Acquire; its value is ours to take (nodes after
-                // `head` are written only before they are linked).
-                let value = unsafe { (*next).value.with_mut(|v| (*v).take()) };
-                // SAFETY: the old stub's `next` is set, so no producer
-                // touches it any more; we moved past it.
-                drop(unsafe { Box::from_raw(head) });
-                return value;
-            }
-            // Acquire: pairs with the producers' swap, so a node we learn
-            // of here is initialised when we later follow the link to it.
-            if self.tail.load(Ordering::Acquire) == head {
+        while !slot.ready.load(Ordering::Acquire) {
+            // Relaxed: only compares positions; the slot's `ready` carries
+            // the value.
+            if self.tail.word.load(Ordering::Relaxed) >> SHIFT == head.pos {
                 return None;
             }
-            // A producer swapped `tail` and is about to link its node.
+            // Claimed, not yet written.
             spin_wait(&mut step);
         }
+        // SAFETY: `ready` (Acquire) says the value is written, and we are
+        // the only reader of this slot.
+        let value = slot.value.with(|v| unsafe { (*v).assume_init_read() });
+        head.pos += 1;
+        if offset + 1 == CAP {
+            // The block is used up: move to the next (linked before the last
+            // slot was marked ready) and free this one.
+            // SAFETY: as above.
+            let next = unsafe { (*head.block).next.load(Ordering::Acquire) };
+            debug_assert!(!next.is_null());
+            // SAFETY: every slot was read: no producer touches the block.
+            drop(unsafe { Box::from_raw(head.block) });
+            head.block = next;
+            head.pos += 1; // skip the install position
+        }
+        Some(value)
     }
 
-    /// Whether no push has started since the last value was taken. Relaxed:
-    /// callers order it with a fence (the mailbox's parking protocol).
+    /// Parks the consumer with `waker` if no push claimed a slot since the
+    /// last `pop` and `stop()` is false; returns `false` (not parked)
+    /// otherwise. A parked consumer is woken by the next push or `poke`.
+    /// `stop` reads what `poke`'s callers change; it runs after an Acquire
+    /// load of the word, and the CAS that parks fails if a `poke` came
+    /// between.
     ///
     /// # Safety
     ///
-    /// As for [`pop`](Self::pop): the consumer only.
-    pub(crate) unsafe fn is_empty(&self) -> bool {
+    /// The consumer only (see [`pop`](Self::pop)).
+    pub(crate) unsafe fn park(&self, waker: &Waker, stop: impl Fn() -> bool) -> bool {
         // SAFETY: the consumer owns `head`.
-        let head = self.head.with_mut(|h| unsafe { *h });
-        self.tail.load(Ordering::Relaxed) == head
+        let head = self.head.with_mut(|h| unsafe { &mut *h });
+        let mut t = self.tail.word.load(Ordering::Acquire);
+        loop {
+            self.note_taken(head, t);
+            if t >> SHIFT != head.pos || stop() {
+                // Something arrived (or is arriving), or nothing more can:
+                // look instead. An earlier park stays in place; the caller
+                // unparks when it commits.
+                return false;
+            }
+            // SAFETY: reading the cell races only with a taker's read.
+            let same = self
+                .waker
+                .with(|w| unsafe { (*w).as_ref() }.is_some_and(|w| w.will_wake(waker)));
+            if head.parked.is_some() {
+                if same {
+                    // Still parked (no push came: it would have cleared
+                    // PARKED), with the right waker.
+                    return true;
+                }
+                // Unpark to write the new waker, then park again.
+                match self.tail.word.compare_exchange_weak(
+                    t,
+                    t & !PARKED,
+                    Ordering::Acquire,
+                    Ordering::Acquire,
+                ) {
+                    Ok(_) => {
+                        head.parked = None;
+                        t &= !PARKED;
+                    }
+                    Err(now) => t = now,
+                }
+                continue;
+            }
+            if let Some(epoch) = head.taken.take() {
+                // The taker of our last park may still read the cell: wait
+                // until it is done (usually it is), so at most one taker is
+                // ever outstanding.
+                let mut step = 0;
+                while self.done.load(Ordering::Acquire) != epoch {
+                    spin_wait(&mut step);
+                }
+            }
+            if !same {
+                #[cfg(loom)]
+                assert!(
+                    !self.waking.load(Ordering::SeqCst),
+                    "the waker was replaced while a sender ran it"
+                );
+                // SAFETY: not parked, and no taker is outstanding (above):
+                // nobody else reads the cell.
+                self.waker.with_mut(|w| unsafe { *w = Some(waker.clone()) });
+            }
+            // The new park's epoch differs from `done` (stable now: no taker
+            // is outstanding), so its taker's store is told apart from any
+            // earlier one. Relaxed: the wait above (or an earlier one)
+            // already synchronised with the last store.
+            let epoch = self.done.load(Ordering::Relaxed) ^ EPOCH;
+            let new = (t & !EPOCH) | PARKED | epoch;
+            // Release: publishes the waker to the producer whose Acquire CAS
+            // takes the park. Fails if a push claimed a slot meanwhile.
+            match self
+                .tail
+                .word
+                .compare_exchange(t, new, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => {
+                    head.parked = Some(new & EPOCH);
+                    return true;
+                }
+                Err(now) => t = now,
+            }
+        }
+    }
+
+    /// If we were parked and `t` (a fresh load of the word) shows no
+    /// `PARKED`, a producer took our park.
+    fn note_taken(&self, head: &mut Head<T>, t: usize) {
+        if t & PARKED == 0 {
+            if let Some(epoch) = head.parked.take() {
+                head.taken = Some(epoch);
+            }
+        }
+    }
+
+    /// Stops waiting: afterwards no producer will run the waker (one may
+    /// just have: a spurious wake is harmless).
+    ///
+    /// # Safety
+    ///
+    /// The consumer only (see [`pop`](Self::pop)).
+    pub(crate) unsafe fn unpark(&self) {
+        // SAFETY: the consumer owns `head`.
+        let head = self.head.with_mut(|h| unsafe { &mut *h });
+        if head.parked.is_none() {
+            return;
+        }
+        let mut t = self.tail.word.load(Ordering::Acquire);
+        loop {
+            self.note_taken(head, t);
+            if head.parked.is_none() {
+                return;
+            }
+            match self.tail.word.compare_exchange_weak(
+                t,
+                t & !PARKED,
+                Ordering::Acquire,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => {
+                    head.parked = None;
+                    return;
+                }
+                Err(now) => t = now,
+            }
+        }
     }
 }
 
@@ -123,8 +440,9 @@ impl<T> Drop for Queue<T> {
     fn drop(&mut self) {
         // SAFETY: `&mut self`: no producer or other consumer remains.
         while unsafe { self.pop() }.is_some() {}
-        let stub = self.head.with_mut(|h| unsafe { *h });
-        // SAFETY: the last node, owned by nobody else now.
-        drop(unsafe { Box::from_raw(stub) });
+        let block = self.head.with_mut(|h| unsafe { (*h).block });
+        // SAFETY: the consumer's current block, owned by nobody else now;
+        // blocks after it do not exist (nothing was claimed past `pos`).
+        drop(unsafe { Box::from_raw(block) });
     }
 }

@@ -167,6 +167,10 @@ impl<B: Branches> Op for Choose<B> {
             .sum()
     }
 
+    fn commits_remotely(&self) -> bool {
+        (0..self.branches.count()).any(|i| self.branches.branch(i).commits_remotely())
+    }
+
     fn prepare(self: Pin<&mut Self>) {
         let (mut branches, _, _) = self.parts();
         for i in 0..branches.count() {
@@ -274,6 +278,10 @@ impl<T> Op for BoxOp<'_, T> {
 
     fn leaves(&self) -> usize {
         self.0.leaves()
+    }
+
+    fn commits_remotely(&self) -> bool {
+        self.0.commits_remotely()
     }
 
     fn prepare(self: Pin<&mut Self>) {

@@ -141,6 +141,10 @@ impl<O: Op, F: FnOnce(O::Output) -> U, U> Op for Wrap<O, F> {
         self.op.leaves()
     }
 
+    fn commits_remotely(&self) -> bool {
+        self.op.commits_remotely()
+    }
+
     fn prepare(self: Pin<&mut Self>) {
         self.project().op.prepare();
     }
@@ -237,6 +241,10 @@ impl<F: FnMut() -> O, O: Op> Op for Guard<F, O> {
 
     fn leaves(&self) -> usize {
         self.op.as_ref().map_or(1, Op::leaves)
+    }
+
+    fn commits_remotely(&self) -> bool {
+        self.op.as_ref().is_none_or(Op::commits_remotely)
     }
 
     fn prepare(mut self: Pin<&mut Self>) {

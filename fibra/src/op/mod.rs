@@ -69,9 +69,22 @@ pub struct BlockCx<'a> {
     /// The waker of the poll in progress, for leaves that are woken to look
     /// again rather than committed by a partner (see [`Op::repoll`]).
     pub(crate) waker: &'a Waker,
+    /// No remote party can reach the opstate (the op does not
+    /// [commit remotely](Op::commits_remotely)): only this thread moves it.
+    pub(crate) exclusive: bool,
 }
 
 impl<'a> BlockCx<'a> {
+    /// The owner's `W -> C` (see [`OpState::claim`]); without a
+    /// read-modify-write when nobody else can reach the opstate.
+    pub(crate) fn claim(&self) -> Result<(), state::Seen> {
+        if self.exclusive {
+            self.state.claim_exclusive()
+        } else {
+            self.state.claim()
+        }
+    }
+
     fn offset(self, by: usize) -> Self {
         Self {
             leaf: self.leaf + by,
@@ -146,6 +159,15 @@ pub trait Op: sealed::Sealed {
     #[doc(hidden)]
     fn leaves(&self) -> usize {
         1
+    }
+
+    /// Whether a remote party may commit this op (and so needs the waker in
+    /// the opstate). `false` only for ops whose every leaf commits itself
+    /// when woken (`repoll`): then a blocking perform skips storing a waker
+    /// clone. Asked after `prepare`.
+    #[doc(hidden)]
+    fn commits_remotely(&self) -> bool {
+        true
     }
 
     /// Start of a perform: run guard and `with_nack` builders, in every

@@ -247,6 +247,12 @@ impl<F: FnMut(Nack) -> O, O: Op> Op for WithNack<F, O> {
         self.built.as_ref().map_or(1, |(o, _)| o.leaves())
     }
 
+    fn commits_remotely(&self) -> bool {
+        self.built
+            .as_ref()
+            .is_none_or(|(o, _)| o.commits_remotely())
+    }
+
     fn prepare(mut self: Pin<&mut Self>) {
         // SAFETY: `build` is not structurally pinned, and storing into an
         // empty `Option` moves nothing pinned.

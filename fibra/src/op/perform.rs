@@ -52,6 +52,8 @@ pin_project! {
         op: O,
         state: OpState,
         phase: Phase,
+        // Whether the opstate holds a waker (see `Op::commits_remotely`).
+        remote: bool,
         #[pin]
         _pinned: PhantomPinned,
     }
@@ -78,6 +80,7 @@ impl<O: Op> Perform<O> {
             op,
             state: OpState::new(),
             phase: Phase::Fresh,
+            remote: true,
             _pinned: PhantomPinned,
         }
     }
@@ -119,13 +122,17 @@ impl<O: Op> Future for Perform<O> {
                     *this.phase = Phase::Done;
                     return Poll::Ready(out);
                 }
-                this.state.set_waker_unpublished(cx.waker().clone());
+                *this.remote = this.op.commits_remotely();
+                if *this.remote {
+                    this.state.set_waker_unpublished(cx.waker().clone());
+                }
                 *this.phase = Phase::Blocked;
                 let state: &OpState = this.state;
                 this.op.as_mut().block(BlockCx {
                     state,
                     leaf: 0,
                     waker: cx.waker(),
+                    exclusive: !*this.remote,
                 });
                 waker_fresh = true;
             }
@@ -136,6 +143,7 @@ impl<O: Op> Future for Perform<O> {
                         state,
                         leaf: 0,
                         waker: cx.waker(),
+                        exclusive: !*this.remote,
                     });
                 }
             }
@@ -155,7 +163,9 @@ impl<O: Op> Future for Perform<O> {
                 // waker.
                 Seen::Busy(_) => crate::loom::spin_wait(&mut step),
                 Seen::Waiting => {
-                    if waker_fresh || this.state.update_waker(cx.waker()) {
+                    // An op nobody commits remotely keeps its waker itself
+                    // (re-registered by `repoll`).
+                    if waker_fresh || !*this.remote || this.state.update_waker(cx.waker()) {
                         return Poll::Pending;
                     }
                     // The state moved while we looked: look again.

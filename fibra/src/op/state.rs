@@ -157,6 +157,19 @@ impl OpState {
             .map_err(decode)
     }
 
+    /// Owner: `W -> C` on an opstate no remote party can reach (no record
+    /// of it is published anywhere): a load and a store suffice.
+    pub(crate) fn claim_exclusive(&self) -> Result<(), Seen> {
+        // Relaxed: only this thread reads or writes the word.
+        match self.state.load(Ordering::Relaxed) {
+            W => {
+                self.state.store(C, Ordering::Relaxed);
+                Ok(())
+            }
+            v => Err(decode(v)),
+        }
+    }
+
     /// Owner: `C -> W`. Release pairs with a remote's Acquire CAS so the
     /// waker written under `C` is visible to the remote that then wins.
     pub(crate) fn unclaim(&self) {
