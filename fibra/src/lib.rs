@@ -49,6 +49,7 @@ mod loom;
 pub mod mailbox;
 pub mod op;
 pub mod rt;
+pub mod select;
 pub mod sync;
 pub mod time;
 
@@ -64,6 +65,7 @@ pub use op::{
 pub use rt::{
     Builder, Handle, JoinError, JoinHandle, JoinOp, Runtime, run, spawn, spawn_blocking, yield_now,
 };
+pub use select::{WaitUntil, choose_all};
 pub use sync::{AcquireError, AcquireOp, GetOp, IVar, Permit, Semaphore, TryAcquireError};
 
 /// The README's examples, compiled and run as doc tests.

@@ -151,6 +151,11 @@ pub(crate) mod sealed {
 /// let op = always(20).wrap(|x| x + 1).wrap(|x| x * 2);
 /// assert_eq!(op.perform(), 42);
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an op",
+    label = "expected an op here",
+    note = "choices and `select!` clauses take ops: use the `_op` methods (`recv_op()`, `send_op(v)`, `acquire_op()`, `join_op()`, ...), not the async methods"
+)]
 pub trait Op: sealed::Sealed {
     /// What performing the op yields.
     type Output;
