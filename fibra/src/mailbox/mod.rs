@@ -249,7 +249,9 @@ fn make<M>(capacity: Option<usize>) -> (Addr<M>, Mailbox<M>) {
 ///
 /// Clonable and `Send`; two addresses are equal when they name the same
 /// mailbox, and an address prints as `Addr(0x…)`, an identity stable for
-/// the mailbox's life.
+/// the mailbox's life. `Eq` and `Hash` use only that identity, which never
+/// changes, so addresses are sound map keys (clippy's `mutable_key_type`
+/// lint cannot see that and may be allowed for them).
 pub struct Addr<M> {
     inner: Arc<Inner<M>>,
 }
