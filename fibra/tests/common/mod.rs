@@ -633,3 +633,49 @@ pub fn spin_poll<F: Future + ?Sized>(mut fut: Pin<&mut F>, waker: &Waker) -> F::
         std::thread::yield_now();
     }
 }
+
+// ---------------------------------------------------------------------------
+// Driving a future on this thread, with a handshake after its first poll.
+// ---------------------------------------------------------------------------
+
+struct UnparkThread(std::thread::Thread);
+
+impl Wake for UnparkThread {
+    fn wake(self: Arc<Self>) {
+        self.0.unpark();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.0.unpark();
+    }
+}
+
+/// Drives `fut` to completion on the current OS thread, parking between
+/// polls, and calls `first` right after its first poll with whether that
+/// poll was pending. A deterministic handshake: once `first` runs, the
+/// future has registered itself (queued on a semaphore, parked on a
+/// mailbox, ...) and keeps its place while this thread blocks.
+pub fn drive_after_first_poll<F: Future>(fut: F, first: impl FnOnce(bool)) -> F::Output {
+    let waker = Waker::from(Arc::new(UnparkThread(std::thread::current())));
+    let mut fut = std::pin::pin!(fut);
+    let mut first = Some(first);
+    loop {
+        let out = poll_with(fut.as_mut(), &waker);
+        if let Some(f) = first.take() {
+            f(out.is_pending());
+        }
+        match out {
+            Poll::Ready(v) => return v,
+            Poll::Pending => std::thread::park(),
+        }
+    }
+}
+
+/// Spins (yielding) until `cond` holds; panics with `what` after `limit`.
+pub fn wait_until(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
+    let start = std::time::Instant::now();
+    while !cond() {
+        assert!(start.elapsed() < limit, "gave up waiting: {what}");
+        std::thread::yield_now();
+    }
+}
