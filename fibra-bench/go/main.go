@@ -37,6 +37,13 @@ var workloads = map[string]func(args []string){
 	"symmetric-mailbox":   symmetricMailbox,
 	"symmetric-channel":   symmetricChannel,
 	"symmetric-buffered":  symmetricBuffered,
+	// The `cforall` group (select.go, futures.go).
+	"select-channels": selectChannels,
+	"select-overlap":  selectOverlap,
+	"futures-or":      futuresOr,
+	"futures-and":     futuresAnd,
+	"futures-and-or":  futuresAndOr,
+	"futures-or-and":  futuresOrAnd,
 }
 
 func main() {
