@@ -57,7 +57,9 @@ pub use chan::{
     Receiver, RecvError, RecvOp, SendError, SendOp, SendTimeoutError, Sender, TryRecvError,
     TrySendError, bounded, channel, unbounded,
 };
-pub use mailbox::{Addr, Exit, Mailbox, RecvTimeoutError, bounded_mailbox, mailbox, spawn_actor};
+pub use mailbox::{
+    Addr, Exit, Mailbox, Monitor, RecvTimeoutError, bounded_mailbox, mailbox, spawn_actor,
+};
 pub use op::{
     Always, BoxOp, Branches, Choose, Guard, Nack, Never, Op, Perform, WithNack, Wrap, always,
     block_on, choose, choose_biased, guard, never, seed_choice_rng, with_nack,
@@ -66,7 +68,10 @@ pub use rt::{
     Builder, Handle, JoinError, JoinHandle, JoinOp, Runtime, run, spawn, spawn_blocking, yield_now,
 };
 pub use select::{WaitUntil, choose_all};
-pub use sync::{AcquireError, AcquireOp, GetOp, IVar, Permit, Semaphore, TryAcquireError};
+pub use sync::{
+    AcquireError, AcquireOp, GetOp, IVar, LockOp, MVar, Mutex, MutexGuard, NotifiedOp, Notify,
+    Permit, PutOp, Semaphore, TakeOp, TryAcquireError,
+};
 
 /// The README's examples, compiled and run as doc tests.
 #[cfg(doctest)]

@@ -342,7 +342,6 @@ fn recv_timeout_times_out_receives_and_reports_disconnection() {
 }
 
 #[test]
-#[ignore = "BUG: time::Timeout does not forward Op::repoll, so recv_timeout / time::timeout(recv_op) sleeps through a message that arrives while it waits"]
 fn recv_timeout_is_woken_by_a_message_that_arrives_while_it_waits() {
     const WAIT: Duration = Duration::from_secs(2);
     let (addr, mut mb) = mailbox::<u32>();

@@ -141,7 +141,8 @@ pub(crate) struct Inner<M> {
     /// take. A sender takes one; the receiver gives one back per message it
     /// takes out.
     room: Option<Semaphore>,
-    exit: IVar<Exit>,
+    /// Shared with `Monitor`s, which outlive nothing else.
+    exit: Arc<IVar<Exit>>,
 }
 
 impl<M> Inner<M> {
@@ -151,7 +152,7 @@ impl<M> Inner<M> {
             addrs: AtomicUsize::new(1),
             closed: AtomicBool::new(false),
             room: capacity.map(Semaphore::new),
-            exit: IVar::new(),
+            exit: Arc::new(IVar::new()),
         }
     }
 
@@ -282,9 +283,11 @@ impl<M> Addr<M> {
 
     /// The op of sending `msg`: on a bounded mailbox it commits when there is
     /// room (back-pressure); on an unbounded one at once. Yields
-    /// `Err(SendError(msg))` if the mailbox is closed. If the op is not
-    /// performed or loses a choice, [`SendOp::into_value`] gives the message
-    /// back.
+    /// `Err(SendError(msg))` if the mailbox is closed. If the op is never
+    /// performed, or [`try_perform`](crate::Op::try_perform) hands it back,
+    /// [`SendOp::into_value`] gives the message back; a send op that loses a
+    /// performed choice is dropped with the choice, message included (as for
+    /// channel sends).
     ///
     /// ```
     /// # fibra::run(async {
@@ -338,6 +341,29 @@ impl<M> Addr<M> {
         self.inner.exit.try_get()
     }
 
+    /// A handle that watches the task's end without being an address: it
+    /// does not keep the mailbox open (an actor whose addresses are all gone
+    /// still sees `recv` return `None`), and it is not generic, so monitors
+    /// of actors of different message types fit in one collection.
+    ///
+    /// ```
+    /// use fibra::Exit;
+    ///
+    /// fibra::run(async {
+    ///     let addr = fibra::spawn_actor(|mut mb| async move {
+    ///         while let Some(()) = mb.recv().await {}
+    ///     });
+    ///     let monitor = addr.monitor();
+    ///     drop(addr); // the actor's recv returns None: it ends
+    ///     assert_eq!(monitor.exited().await, Exit::Normal);
+    /// });
+    /// ```
+    pub fn monitor(&self) -> Monitor {
+        Monitor {
+            exit: self.inner.exit.clone(),
+        }
+    }
+
     fn id(&self) -> *const Inner<M> {
         Arc::as_ptr(&self.inner)
     }
@@ -385,6 +411,38 @@ impl<M> fmt::Debug for Addr<M> {
 impl<M> fmt::Display for Addr<M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Debug::fmt(self, f)
+    }
+}
+
+/// Watches how a mailbox's task ends, without keeping the mailbox open:
+/// made by [`Addr::monitor`].
+#[derive(Clone)]
+pub struct Monitor {
+    exit: Arc<IVar<Exit>>,
+}
+
+impl Monitor {
+    /// The op that becomes ready when the task ends; see [`Addr::exited_op`].
+    pub fn exited_op(&self) -> crate::sync::GetOp<'_, Exit> {
+        self.exit.get_op()
+    }
+
+    /// Waits until the task ends.
+    pub async fn exited(&self) -> Exit {
+        self.exited_op().await
+    }
+
+    /// How the task ended, if it did.
+    pub fn try_exited(&self) -> Option<Exit> {
+        self.exit.try_get()
+    }
+}
+
+impl fmt::Debug for Monitor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Monitor")
+            .field("exit", &self.exit.try_get())
+            .finish()
     }
 }
 

@@ -369,6 +369,12 @@ impl<M> Op for SendOp<'_, M> {
         }
     }
 
+    fn repoll(self: Pin<&mut Self>, cx: BlockCx<'_>) {
+        if let Some(room) = self.project().room.as_pin_mut() {
+            room.repoll(cx);
+        }
+    }
+
     fn finish(mut self: Pin<&mut Self>, leaf: usize) -> Self::Output {
         let room = self.as_mut().project().room.as_pin_mut();
         match room.map(|r| r.finish(leaf)) {

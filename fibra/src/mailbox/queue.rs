@@ -45,9 +45,11 @@
 //!   publishes it in `tail_block`, moves `tail` past the install position
 //!   and links `block.next` — all before it marks its own slot ready, so a
 //!   consumer that read every slot of a block finds `next` set.
-//! * A producer dereferences `tail_block` only after its CAS succeeded, and
-//!   the block then still has its unwritten slot, so the consumer cannot
-//!   have freed it.
+//! * A producer reads `tail_block` *before* its claiming CAS and
+//!   dereferences it only after the CAS succeeded: the word had not moved,
+//!   so the block is the one that holds the claimed slot (it changes only
+//!   while the word sits on the install position), and the slot is still
+//!   unwritten, so the consumer cannot have freed the block.
 //! * The consumer frees a block after it read all `CAP` slots of it: every
 //!   producer that wrote one is done with it.
 
@@ -171,17 +173,23 @@ impl<T> Queue<T> {
                 // claim, so the install window stays short.
                 spare = Some(Block::alloc());
             }
+            // The block that holds `pos`, read *before* the claim: if the CAS
+            // below succeeds, `tail` did not move, so this is still the block
+            // of our slot. (Read after the claim, it could already be the
+            // next block, installed by whoever filled this one meanwhile.)
+            // Acquire: pairs with the installer's Release store.
+            let block = self.tail.block.load(Ordering::Acquire);
             let new = ((pos + 1) << SHIFT) | (t & FLAGS);
-            // AcqRel: Acquire pairs with the Release of the install (so
-            // `tail.block` is current) and of the consumer's park (so its
-            // waker is visible); Release keeps the release sequence going.
+            // AcqRel: Acquire pairs with the Release of the install (so the
+            // block read above is current for `t`) and of the consumer's
+            // park (so its waker is visible); Release keeps the release
+            // sequence going.
             match self
                 .tail
                 .word
                 .compare_exchange_weak(t, new, Ordering::AcqRel, Ordering::Acquire)
             {
                 Ok(_) => {
-                    let block = self.tail.block.load(Ordering::Acquire);
                     if offset + 1 == CAP {
                         let next = spare.take().expect("allocated above");
                         // Release: the block's initialisation is visible to

@@ -134,35 +134,39 @@ pub struct Pred(Node);
 
 #[derive(Clone)]
 enum Node {
-    Clause(usize),
+    /// Clause `index` of the statement whose token is `stmt`.
+    Clause(usize, Arc<()>),
     And(Box<Node>, Box<Node>),
     Or(Box<Node>, Box<Node>),
 }
 
 impl Node {
-    fn holds(&self, done: &[bool]) -> bool {
+    fn holds(&self, stmt: &Arc<()>, done: &[bool]) -> bool {
         match self {
-            Node::Clause(i) => done.get(*i).copied().unwrap_or(false),
-            Node::And(a, b) => a.holds(done) && b.holds(done),
-            Node::Or(a, b) => a.holds(done) || b.holds(done),
+            Node::Clause(i, s) => Arc::ptr_eq(s, stmt) && done.get(*i).copied().unwrap_or(false),
+            Node::And(a, b) => a.holds(stmt, done) && b.holds(stmt, done),
+            Node::Or(a, b) => a.holds(stmt, done) || b.holds(stmt, done),
         }
     }
 
     /// Whether the predicate could still hold if every clause not done yet
-    /// were done: if not, waiting is pointless.
-    fn satisfiable(&self, done: &[bool], live: &[bool]) -> bool {
+    /// were done: if not, waiting is pointless. (A clause of another
+    /// statement never holds here.)
+    fn satisfiable(&self, stmt: &Arc<()>, done: &[bool], live: &[bool]) -> bool {
         match self {
-            Node::Clause(i) => {
-                done.get(*i).copied().unwrap_or(false) || live.get(*i).copied().unwrap_or(false)
+            Node::Clause(i, s) => {
+                Arc::ptr_eq(s, stmt)
+                    && (done.get(*i).copied().unwrap_or(false)
+                        || live.get(*i).copied().unwrap_or(false))
             }
-            Node::And(a, b) => a.satisfiable(done, live) && b.satisfiable(done, live),
-            Node::Or(a, b) => a.satisfiable(done, live) || b.satisfiable(done, live),
+            Node::And(a, b) => a.satisfiable(stmt, done, live) && b.satisfiable(stmt, done, live),
+            Node::Or(a, b) => a.satisfiable(stmt, done, live) || b.satisfiable(stmt, done, live),
         }
     }
 
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Node::Clause(i) => write!(f, "#{i}"),
+            Node::Clause(i, _) => write!(f, "#{i}"),
             Node::And(a, b) => {
                 f.write_str("(")?;
                 a.fmt(f)?;
@@ -207,13 +211,15 @@ impl BitAnd for Pred {
 /// once it is acquired.
 pub struct Clause<T> {
     index: usize,
+    /// The statement's identity.
+    stmt: Arc<()>,
     result: Arc<Mutex<Option<T>>>,
 }
 
 impl<T> Clause<T> {
     /// The predicate "this clause was acquired".
     pub fn done(&self) -> Pred {
-        Pred(Node::Clause(self.index))
+        Pred(Node::Clause(self.index, self.stmt.clone()))
     }
 
     /// Takes the clause's result, if it was acquired (and not taken yet).
@@ -276,6 +282,9 @@ impl<T> fmt::Debug for Clause<T> {
 /// ```
 pub struct WaitUntil<'a> {
     ops: Vec<Option<BoxOp<'a, ()>>>,
+    /// Identity shared with the statement's clauses and predicates, so a
+    /// predicate naming another statement's clause is recognised.
+    stmt: Arc<()>,
 }
 
 impl Default for WaitUntil<'_> {
@@ -295,7 +304,10 @@ impl fmt::Debug for WaitUntil<'_> {
 impl<'a> WaitUntil<'a> {
     /// A statement with no clauses yet.
     pub fn new() -> Self {
-        Self { ops: Vec::new() }
+        Self {
+            ops: Vec::new(),
+            stmt: Arc::new(()),
+        }
     }
 
     /// Adds a clause; its result is kept in the returned [`Clause`].
@@ -312,6 +324,7 @@ impl<'a> WaitUntil<'a> {
         self.ops.push(Some(op.boxed()));
         Clause {
             index: self.ops.len() - 1,
+            stmt: self.stmt.clone(),
             result,
         }
     }
@@ -326,11 +339,11 @@ impl<'a> WaitUntil<'a> {
     pub async fn run(mut self, pred: Pred) -> bool {
         let mut done = vec![false; self.ops.len()];
         loop {
-            if pred.0.holds(&done) {
+            if pred.0.holds(&self.stmt, &done) {
                 return true;
             }
             let live: Vec<bool> = self.ops.iter().map(Option::is_some).collect();
-            if !pred.0.satisfiable(&done, &live) {
+            if !pred.0.satisfiable(&self.stmt, &done, &live) {
                 return false;
             }
             let (i, ()) = next_commit(&mut self.ops).await;

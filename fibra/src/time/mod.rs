@@ -216,6 +216,10 @@ impl<O: Op> Op for Timeout<O> {
         self.inner().block(cx);
     }
 
+    fn repoll(self: Pin<&mut Self>, cx: BlockCx<'_>) {
+        self.inner().repoll(cx);
+    }
+
     fn finish(self: Pin<&mut Self>, leaf: usize) -> Self::Output {
         self.inner().finish(leaf)
     }
