@@ -27,6 +27,31 @@ fn loom_mailbox_two_senders_each_message_once() {
 }
 
 #[test]
+fn loom_mailbox_two_senders_across_a_block_boundary() {
+    // Blocks hold two messages under loom: two senders race to fill the
+    // first block and install the second. The receiver looks only after
+    // both are done, so every slot must be written by then, each message
+    // once. (This model did not reach the interleaving of the stale-block
+    // bug fixed in 98b7a57 — a sender reading `tail.block` after its claim;
+    // the conservation stress tests found that one.)
+    model(|| {
+        let (a, mut mb) = mailbox::<u32>();
+        let b = a.clone();
+        let ta = thread::spawn(move || a.send(1).unwrap());
+        let tb = thread::spawn(move || {
+            b.send(10).unwrap();
+            b.send(11).unwrap();
+        });
+        ta.join().unwrap();
+        tb.join().unwrap();
+        let mut got: Vec<u32> = (0..3).map(|_| mb.try_recv().unwrap()).collect();
+        got.sort();
+        assert_eq!(got, [1, 10, 11]);
+        assert_eq!(mb.try_recv(), Err(TryRecvError::Disconnected));
+    });
+}
+
+#[test]
 fn loom_mailbox_messages_cross_a_block_boundary_in_order() {
     // Blocks hold two messages under loom: the third send installs a new
     // block while the receiver may be reading the first.
