@@ -1,11 +1,31 @@
-//! Synchronisation resources whose waiting side is an op: [`Semaphore`]
-//! (`acquire_op`) and [`IVar`] (write-once variable, `get_op`).
+//! Synchronisation resources whose waiting side is an op:
 //!
-//! Each works from async code on any executor and from OS threads, and its
-//! op composes with every other op in a choice.
+//! | resource | waits | op |
+//! |---|---|---|
+//! | [`Semaphore`] (counting) | for a permit | [`acquire_op`](Semaphore::acquire_op) |
+//! | [`IVar`] (write-once variable) | until it is written | [`get_op`](IVar::get_op) |
+//! | [`MVar`] (one-slot box) | until full / until empty | [`take_op`](MVar::take_op), [`put_op`](MVar::put_op) |
+//! | [`Notify`] (condition) | for a notification | [`notified_op`](Notify::notified_op) |
+//! | [`Mutex`] (fair lock) | for the lock | [`lock_op`](Mutex::lock_op) |
+//!
+//! Each works from async code on any executor (`.await`) and from OS threads
+//! (`_blocking` methods, or [`Op::perform`](crate::Op::perform) on the op),
+//! and its op composes with every other op in a choice: one that loses takes
+//! nothing (no permit, value, notification or lock), and one whose perform
+//! is dropped after it committed gives back what it got. Waiters are served
+//! in FIFO order.
 
 mod ivar;
+mod mutex;
+mod mvar;
+mod notify;
 mod semaphore;
 
 pub use ivar::{GetOp, IVar};
+pub use mutex::{LockOp, Mutex, MutexGuard};
+pub use mvar::{MVar, PutOp, TakeOp};
+pub use notify::{NotifiedOp, Notify};
 pub use semaphore::{AcquireError, AcquireOp, MAX_PERMITS, Permit, Semaphore, TryAcquireError};
+
+#[cfg(all(test, loom))]
+mod loom_models;

@@ -1,0 +1,175 @@
+//! loom models of the `MVar`, `Notify` and `Mutex`. Run with
+//! `RUSTFLAGS="--cfg loom" cargo test -p fibra --release --lib loom_sync`.
+
+use crate::chan::loom_models::model;
+use crate::loom::{Arc, AtomicUsize, Ordering, thread};
+use crate::{MVar, Mutex, Notify, Op, bounded, choose};
+use std::future::Future;
+use std::pin::pin;
+use std::task::{Context, Poll, Waker};
+
+#[test]
+fn loom_sync_mvar_put_racing_a_blocked_take() {
+    // The take may block before the put arrives (then the put hands the
+    // value straight to it), or find it in the box.
+    model(|| {
+        let mv = Arc::new(MVar::empty());
+        let t = {
+            let mv = mv.clone();
+            thread::spawn(move || mv.put_blocking(7))
+        };
+        assert_eq!(mv.take_blocking(), 7);
+        t.join().unwrap();
+        assert_eq!(mv.try_take(), None, "the value was duplicated");
+    });
+}
+
+#[test]
+fn loom_sync_mvar_dropped_take_gives_the_value_back() {
+    // A take is polled once (publishing its record) and dropped, racing a
+    // put. The value ends up exactly once: taken by that poll, or in the
+    // box (never put, or handed to the take and rescued by its drop).
+    model(|| {
+        let mv = Arc::new(MVar::empty());
+        let t = {
+            let mv = mv.clone();
+            thread::spawn(move || mv.try_put(7))
+        };
+        let mut got = None;
+        {
+            let mut take = pin!(mv.take());
+            if let Poll::Ready(v) = take.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+                got = Some(v);
+            }
+        }
+        let returned = t.join().unwrap().err();
+        let left = mv.try_take();
+        let all: Vec<u32> = [got, returned, left].into_iter().flatten().collect();
+        assert_eq!(all, [7], "value lost or duplicated");
+    });
+}
+
+#[test]
+fn loom_sync_notify_one_racing_a_parking_waiter() {
+    // The notification reaches the waiter whether it comes before the wait
+    // (a stored permit), during its block phase, or after it parked; what
+    // the notifier wrote before is visible to the waiter; and it is
+    // consumed once: nothing is left stored.
+    model(|| {
+        let n = Arc::new(Notify::new());
+        let data = Arc::new(AtomicUsize::new(0));
+        let t = {
+            let (n, data) = (n.clone(), data.clone());
+            thread::spawn(move || {
+                data.store(1, Ordering::Relaxed);
+                n.notify_one();
+            })
+        };
+        n.notified_blocking();
+        assert_eq!(
+            data.load(Ordering::Relaxed),
+            1,
+            "the notifier's write is not visible"
+        );
+        t.join().unwrap();
+        assert!(
+            n.notified_op().try_perform().is_err(),
+            "one notification counted twice"
+        );
+    });
+}
+
+#[test]
+fn loom_sync_notified_losing_a_choice_keeps_the_notification() {
+    // A wait races a channel in a choice while one notification and one
+    // value arrive. If the channel wins, the notification must not be
+    // swallowed by the losing wait's stale record: it is stored instead.
+    model(|| {
+        let n = Arc::new(Notify::new());
+        let (tx, rx) = bounded::<u32>(1);
+        let t = {
+            let n = n.clone();
+            thread::spawn(move || {
+                tx.try_send(1).unwrap();
+                n.notify_one();
+                tx
+            })
+        };
+        let won = choose((
+            n.notified_op().wrap(|()| 'N'),
+            rx.recv_op().wrap(|v| {
+                assert_eq!(v, Ok(1));
+                'R'
+            }),
+        ))
+        .perform();
+        let _tx = t.join().unwrap();
+        let stored = n.notified_op().try_perform().is_ok();
+        match won {
+            'N' => {
+                assert!(!stored, "one notification counted twice");
+                assert_eq!(rx.try_recv(), Ok(1), "the losing receive took the value");
+            }
+            _ => assert!(stored, "the losing wait swallowed the notification"),
+        }
+    });
+}
+
+#[test]
+fn loom_sync_mutex_hand_off_keeps_mutual_exclusion() {
+    // Two threads increment a counter under the lock; whoever comes second
+    // may block and get the lock handed over. The main thread locks twice:
+    // its second lock must not barge in while the lock is being handed to
+    // the other thread. loom checks every access to the data for a race,
+    // and no increment is lost.
+    model(|| {
+        let m = Arc::new(Mutex::new(0u32));
+        let t = {
+            let m = m.clone();
+            thread::spawn(move || *m.lock_blocking() += 1)
+        };
+        *m.lock_blocking() += 1;
+        *m.lock_blocking() += 1;
+        t.join().unwrap();
+        let g = m.try_lock().expect("the lock was left held");
+        assert_eq!(*g, 3);
+    });
+}
+
+#[test]
+fn loom_sync_lock_op_losing_a_choice_does_not_hold_the_lock() {
+    // A thread waits for the lock or a value, while the holder sends the
+    // value and lets go of the lock (handing it to the waiting op if its
+    // record is live). Whichever branch wins, the lock ends up free: a
+    // losing lock op holds nothing.
+    model(|| {
+        let m = Arc::new(Mutex::new(0u32));
+        let (tx, rx) = bounded::<u32>(1);
+        let held = m.try_lock().unwrap();
+        let t = {
+            let m = m.clone();
+            thread::spawn(move || {
+                let won = choose((
+                    m.lock_op().wrap(|mut g| {
+                        *g += 1;
+                        'L'
+                    }),
+                    rx.recv_op().wrap(|_| 'R'),
+                ))
+                .perform();
+                (won, rx)
+            })
+        };
+        tx.try_send(1).unwrap();
+        drop(held);
+        let (won, rx) = t.join().unwrap();
+        let g = m.try_lock().expect("a lock op that lost holds the lock");
+        match won {
+            'L' => {
+                assert_eq!(*g, 1);
+                assert_eq!(rx.try_recv(), Ok(1));
+            }
+            _ => assert_eq!(*g, 0),
+        }
+    });
+}
