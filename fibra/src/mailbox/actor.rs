@@ -19,7 +19,7 @@ pub enum Exit {
     Panicked(String),
     /// The task was dropped before it finished (its runtime shut down).
     Cancelled,
-    /// A mailbox made by [`mailbox`](crate::mailbox) (not tied to a task)
+    /// A mailbox made by [`mailbox()`](crate::mailbox()) (not tied to a task)
     /// was closed or dropped.
     Closed,
 }
