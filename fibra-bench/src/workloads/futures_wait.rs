@@ -34,8 +34,11 @@ use crate::exec::{fibra_rows, on_threads, on_tokio_ct, on_tokio_mt};
 use crate::system::System;
 use crate::workloads::Config;
 
-/// Rounds per run (full run, `--quick`).
-const ROUNDS: (u64, u64) = (50_000, 1_000);
+/// Rounds per run (full run, `--quick`). The OS-thread rows (crossbeam,
+/// fibra-threads) take 30-70 µs a round on an idle 2-core VM (thread
+/// wake-ups; a halted vCPU is slow to wake): 20,000 rounds keep each of
+/// their runs near a second, and the fibra rows' runs above 5 ms.
+const ROUNDS: (u64, u64) = (20_000, 1_000);
 
 /// How the tokio rows work.
 const TOKIO_NOTE: &str = "tokio: futures are oneshot channels; or = tokio::select!, and = \
