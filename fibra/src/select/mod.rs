@@ -162,7 +162,8 @@ macro_rules! select_biased {
 }
 
 /// [`select!`](crate::select!) for OS threads: parks the thread instead of
-/// awaiting. Panics on a fibra worker thread (use `select!` there).
+/// awaiting. Without `else` it panics on a fibra worker thread (use
+/// `select!` there); with `else` it never waits, so it works anywhere.
 ///
 /// ```
 /// use fibra::{bounded, select_blocking, time::after};

@@ -69,8 +69,10 @@ impl<T> Op for ByRef<'_, '_, T> {
 /// Performs every op and returns every result, in order (the parasitic
 /// threads paper's `chooseAll`; Cforall's `waituntil` with `and`). The ops
 /// wait concurrently; each commits on its own (this is not one atomic
-/// commit of all of them), and if the future is dropped, the ops that had
-/// not committed are withdrawn and their results were never taken.
+/// commit of all of them). If the future is dropped, the ops that had not
+/// committed are withdrawn, and the results already received are dropped
+/// with it: use [`WaitUntil`] (whose clauses keep their results) when a
+/// wait may be cancelled and results must not be lost.
 ///
 /// ```
 /// use fibra::{bounded, choose_all};
@@ -258,6 +260,10 @@ impl<T> fmt::Debug for Clause<T> {
 /// the predicate holds; clauses not acquired by then are withdrawn and
 /// dropped, having taken nothing (a send clause's value is dropped with its
 /// op, never sent).
+///
+/// Each round is a separate perform of the clauses still waiting, so a
+/// [`with_nack`](crate::with_nack) clause is built again every round and its
+/// nack fires in every round it loses, even if it is acquired later.
 ///
 /// # Examples
 ///
