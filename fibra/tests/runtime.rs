@@ -298,3 +298,24 @@ fn a_task_whose_ops_are_always_ready_cannot_starve_its_worker() {
         }
     });
 }
+
+/// A task woken just before a current-thread runtime is dropped sits in the
+/// worker's deque; the deque outlived the worker through the runtime's
+/// stealer, and the task held the runtime: a cycle that leaked it. The
+/// AddressSanitizer run in CI (LeakSanitizer) fails on that leak.
+#[test]
+fn a_task_woken_just_before_the_runtime_drops_is_freed_with_it() {
+    for rt in [
+        fibra::Runtime::builder().current_thread().build().unwrap(),
+        fibra::Runtime::builder().workers(2).build().unwrap(),
+    ] {
+        let (tx, rx) = fibra::bounded::<u32>(1);
+        let h = rt.spawn(async move { rx.recv().await });
+        rt.block_on(async move {
+            fibra::yield_now().await; // the receiver blocks
+            tx.send(1).await.unwrap(); // wakes it; we return before it runs
+        });
+        drop(rt);
+        drop(h);
+    }
+}

@@ -713,6 +713,8 @@ impl<M> Drop for Mailbox<M> {
             let _ = self.inner.exit.put(Exit::Closed);
         }
         self.pull_all();
+        // SAFETY: we are the single consumer, and it is going away.
+        unsafe { self.inner.queue.forget_waker() };
         // The stash (and what was queued) drops with `self`.
     }
 }

@@ -400,6 +400,29 @@ impl<T> Queue<T> {
         }
     }
 
+    /// The consumer leaves for good: stop waiting and drop the stored waker,
+    /// so the queue (kept alive by senders' addresses) does not keep the
+    /// consumer's task — and through it, its runtime — alive.
+    ///
+    /// # Safety
+    ///
+    /// The consumer only (see [`pop`](Self::pop)), and it parks no more.
+    pub(crate) unsafe fn forget_waker(&self) {
+        // SAFETY: the consumer's own call.
+        unsafe { self.unpark() };
+        // SAFETY: the consumer owns `head`.
+        let head = self.head.with_mut(|h| unsafe { &mut *h });
+        if let Some(epoch) = head.taken.take() {
+            let mut step = 0;
+            while self.done.load(Ordering::Acquire) != epoch {
+                spin_wait(&mut step);
+            }
+        }
+        // SAFETY: not parked and no taker outstanding: nobody reads the cell.
+        let waker = self.waker.with_mut(|w| unsafe { (*w).take() });
+        drop(waker);
+    }
+
     /// If we were parked and `t` (a fresh load of the word) shows no
     /// `PARKED`, a producer took our park.
     fn note_taken(&self, head: &mut Head<T>, t: usize) {

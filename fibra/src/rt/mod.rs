@@ -134,9 +134,20 @@ impl Shared {
                 t.shutdown();
             }
             drop(tasks);
-            while !self.injector.steal().is_empty() {}
+            self.drain_queues();
         }
+        self.drain_queues();
+    }
+
+    /// Drops the queue entries left behind (tasks already shut down): a
+    /// worker's deque outlives its worker through the stealer kept here, and
+    /// each entry holds the task, which holds this `Shared` — a cycle that
+    /// would leak the runtime.
+    fn drain_queues(&self) {
         while !self.injector.steal().is_empty() {}
+        for s in &self.stealers {
+            while !s.steal().is_empty() {}
+        }
     }
 }
 
