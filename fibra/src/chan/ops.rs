@@ -112,6 +112,9 @@ impl<T> Sealed for RecvOp<'_, T> {}
 impl<T> Op for RecvOp<'_, T> {
     type Output = Result<T, RecvError>;
 
+    // Committed by its partners, never woken to look again.
+    fn repoll(self: Pin<&mut Self>, _cx: BlockCx<'_>) {}
+
     fn try_now(mut self: Pin<&mut Self>) -> Option<Self::Output> {
         let (chan, slot, _) = self.as_mut().parts();
         if !chan.may(hint::RECV_MAY) {
@@ -277,6 +280,9 @@ impl<T> Sealed for SendOp<'_, T> {}
 
 impl<T> Op for SendOp<'_, T> {
     type Output = Result<(), SendError<T>>;
+
+    // Committed by its partners, never woken to look again.
+    fn repoll(self: Pin<&mut Self>, _cx: BlockCx<'_>) {}
 
     fn try_now(mut self: Pin<&mut Self>) -> Option<Self::Output> {
         let (chan, slot, _) = self.as_mut().parts();

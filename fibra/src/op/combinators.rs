@@ -33,6 +33,9 @@ impl<T> Unpin for Always<T> {}
 impl<T> Op for Always<T> {
     type Output = T;
 
+    // Committed by its partners, never woken to look again.
+    fn repoll(self: Pin<&mut Self>, _cx: BlockCx<'_>) {}
+
     fn try_now(self: Pin<&mut Self>) -> Option<T> {
         self.get_mut().value.take()
     }
@@ -89,6 +92,9 @@ impl<T> Sealed for Never<T> {}
 
 impl<T> Op for Never<T> {
     type Output = T;
+
+    // Committed by its partners, never woken to look again.
+    fn repoll(self: Pin<&mut Self>, _cx: BlockCx<'_>) {}
 
     fn try_now(self: Pin<&mut Self>) -> Option<T> {
         None

@@ -195,10 +195,12 @@ pub trait Op: sealed::Sealed {
     /// SYNCED`), and re-registers `cx.waker` otherwise. Stop once the
     /// opstate left `W`. Most leaves are committed by their partners and do
     /// nothing here.
+    ///
+    /// No default: every op must say what it does here, so a wrapper cannot
+    /// forget to forward it (leaves that are committed by partners do
+    /// nothing).
     #[doc(hidden)]
-    fn repoll(self: Pin<&mut Self>, cx: BlockCx<'_>) {
-        let _ = cx;
-    }
+    fn repoll(self: Pin<&mut Self>, cx: BlockCx<'_>);
 
     /// The opstate is `SYNCED(leaf)` with `leaf` in this op: withdraw every
     /// other published leaf and produce the result.

@@ -126,6 +126,9 @@ impl Sealed for Nack {}
 impl Op for Nack {
     type Output = ();
 
+    // Committed by its partners, never woken to look again.
+    fn repoll(self: Pin<&mut Self>, _cx: BlockCx<'_>) {}
+
     fn try_now(self: Pin<&mut Self>) -> Option<()> {
         self.is_fired().then_some(())
     }

@@ -146,6 +146,9 @@ impl<T> Sealed for JoinOp<'_, T> {}
 impl<T> Op for JoinOp<'_, T> {
     type Output = Result<T, JoinError>;
 
+    // Committed by its partners, never woken to look again.
+    fn repoll(self: Pin<&mut Self>, _cx: BlockCx<'_>) {}
+
     fn try_now(self: Pin<&mut Self>) -> Option<Self::Output> {
         self.task.try_join()
     }

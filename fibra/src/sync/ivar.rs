@@ -196,6 +196,9 @@ impl<'a, T: Clone> GetOp<'a, T> {
 impl<T: Clone> Op for GetOp<'_, T> {
     type Output = T;
 
+    // Committed by its partners, never woken to look again.
+    fn repoll(self: Pin<&mut Self>, _cx: BlockCx<'_>) {}
+
     fn try_now(self: Pin<&mut Self>) -> Option<T> {
         self.ivar.try_get()
     }

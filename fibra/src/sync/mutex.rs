@@ -399,6 +399,9 @@ impl<T> Sealed for LockOp<'_, T> {}
 impl<'a, T> Op for LockOp<'a, T> {
     type Output = MutexGuard<'a, T>;
 
+    // Committed by its partners, never woken to look again.
+    fn repoll(self: Pin<&mut Self>, _cx: BlockCx<'_>) {}
+
     fn try_now(self: Pin<&mut Self>) -> Option<Self::Output> {
         let mutex = self.mutex;
         mutex.try_take().then(|| MutexGuard::new(mutex))

@@ -272,6 +272,9 @@ impl Sealed for NotifiedOp<'_> {}
 impl Op for NotifiedOp<'_> {
     type Output = ();
 
+    // Committed by its partners, never woken to look again.
+    fn repoll(self: Pin<&mut Self>, _cx: BlockCx<'_>) {}
+
     fn try_now(self: Pin<&mut Self>) -> Option<()> {
         self.notify.take_permit().then_some(())
     }

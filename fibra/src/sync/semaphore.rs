@@ -368,6 +368,9 @@ impl Sealed for AcquireOp<'_> {}
 impl<'a> Op for AcquireOp<'a> {
     type Output = Result<Permit<'a>, AcquireError>;
 
+    // Committed by its partners, never woken to look again.
+    fn repoll(self: Pin<&mut Self>, _cx: BlockCx<'_>) {}
+
     fn try_now(self: Pin<&mut Self>) -> Option<Self::Output> {
         let sem = self.sem;
         match sem.take_permit() {

@@ -100,6 +100,9 @@ impl Unpin for After {}
 impl Op for After {
     type Output = ();
 
+    // Committed by its partners, never woken to look again.
+    fn repoll(self: Pin<&mut Self>, _cx: BlockCx<'_>) {}
+
     fn try_now(self: Pin<&mut Self>) -> Option<()> {
         (Instant::now() >= self.deadline).then_some(())
     }
