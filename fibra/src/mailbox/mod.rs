@@ -507,8 +507,7 @@ impl<M> Mailbox<M> {
         // Fast path: a message is there and the task may go on (the same
         // budget a perform takes), so skip building a perform.
         if crate::rt::budget::consume() {
-            if let Some(m) = self.take_next() {
-                self.release_room(1);
+            if let Some(m) = self.take_delivered() {
                 return Some(m);
             }
             crate::rt::budget::refund();
@@ -527,18 +526,13 @@ impl<M> Mailbox<M> {
 
     /// Takes the next message if there is one now.
     pub fn try_recv(&mut self) -> Result<M, TryRecvError> {
-        match self.take_next() {
-            Some(m) => {
-                self.release_room(1);
-                Ok(m)
+        match self.take_delivered() {
+            Some(m) => Ok(m),
+            // Look once more: a message sent before the last address went is
+            // visible now.
+            None if self.is_disconnected() => {
+                self.take_delivered().ok_or(TryRecvError::Disconnected)
             }
-            None if self.is_disconnected() => match self.take_next() {
-                Some(m) => {
-                    self.release_room(1);
-                    Ok(m)
-                }
-                None => Err(TryRecvError::Disconnected),
-            },
             None => Err(TryRecvError::Empty),
         }
     }
@@ -650,6 +644,13 @@ impl<M> Mailbox<M> {
         }
         // SAFETY: `&mut self`: we are the single consumer.
         unsafe { self.inner.queue.pop() }
+    }
+
+    /// The next message, received: its room (if bounded) is given back.
+    fn take_delivered(&mut self) -> Option<M> {
+        let m = self.take_next()?;
+        self.release_room(1);
+        Some(m)
     }
 
     /// Moves every queued message into the stash.

@@ -359,15 +359,10 @@ impl<T> Queue<T> {
                 }
                 continue;
             }
-            if let Some(epoch) = head.taken.take() {
-                // The taker of our last park may still read the cell: wait
-                // until it is done (usually it is), so at most one taker is
-                // ever outstanding.
-                let mut step = 0;
-                while self.done.load(Ordering::Acquire) != epoch {
-                    spin_wait(&mut step);
-                }
-            }
+            // The taker of our last park may still read the cell: wait until
+            // it is done (usually it is), so at most one taker is ever
+            // outstanding.
+            self.wait_for_taker(head);
             if !same {
                 #[cfg(loom)]
                 assert!(
@@ -412,15 +407,22 @@ impl<T> Queue<T> {
         unsafe { self.unpark() };
         // SAFETY: the consumer owns `head`.
         let head = self.head.with_mut(|h| unsafe { &mut *h });
+        self.wait_for_taker(head);
+        // SAFETY: not parked and no taker outstanding: nobody reads the cell.
+        let waker = self.waker.with_mut(|w| unsafe { (*w).take() });
+        drop(waker);
+    }
+
+    /// Waits until the producer that took our last park (if any) is done
+    /// with the waker cell: it stores the park's epoch in `done` (Acquire
+    /// pairs with that Release store).
+    fn wait_for_taker(&self, head: &mut Head<T>) {
         if let Some(epoch) = head.taken.take() {
             let mut step = 0;
             while self.done.load(Ordering::Acquire) != epoch {
                 spin_wait(&mut step);
             }
         }
-        // SAFETY: not parked and no taker outstanding: nobody reads the cell.
-        let waker = self.waker.with_mut(|w| unsafe { (*w).take() });
-        drop(waker);
     }
 
     /// If we were parked and `t` (a fresh load of the word) shows no

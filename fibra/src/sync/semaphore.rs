@@ -262,6 +262,15 @@ impl Semaphore {
         }
     }
 
+    /// Removes a blocked acquire's record (under the lock), clearing
+    /// `waiting` if it was the last.
+    fn dequeue(&self, q: &mut WaitQueue<Slot<()>>, reg: Registration) {
+        q.remove(reg);
+        if q.is_empty() {
+            self.waiting.store(false, Ordering::Relaxed);
+        }
+    }
+
     /// Hands available permits to blocked acquires, front first.
     fn serve(&self) {
         let mut wakers = Vec::new();
@@ -402,10 +411,7 @@ impl<'a> Op for AcquireOp<'a> {
                 return;
             }
         }
-        q.remove(reg);
-        if q.is_empty() {
-            sem.waiting.store(false, Ordering::Relaxed);
-        }
+        sem.dequeue(&mut q, reg);
         cx.state.commit_own(cx.leaf);
     }
 
@@ -431,11 +437,7 @@ impl<'a> Op for AcquireOp<'a> {
     fn withdraw(self: Pin<&mut Self>) {
         let (sem, _, published) = self.parts();
         if let Some(reg) = published.take() {
-            let mut q = sem.waiters.lock();
-            q.remove(reg);
-            if q.is_empty() {
-                sem.waiting.store(false, Ordering::Relaxed);
-            }
+            sem.dequeue(&mut sem.waiters.lock(), reg);
         }
     }
 }
