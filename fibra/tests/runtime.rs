@@ -203,6 +203,95 @@ fn shutdown_drops_every_pending_task_exactly_once() {
     }
 }
 
+/// Tasks that never ran when the runtime drops (queued in the injector, in
+/// a worker's deque or its `next` slot) are not in the registry (a task
+/// registers at its first `Pending`): shutdown finds them in the queues.
+#[test]
+fn shutdown_drops_tasks_that_never_ran_exactly_once() {
+    struct CountDrop(Arc<AtomicUsize>);
+    impl Drop for CountDrop {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    let rt = fibra::Runtime::builder().workers(1).build().unwrap();
+    let drops = Arc::new(AtomicUsize::new(0));
+    let started = Arc::new(AtomicUsize::new(0));
+    let d = drops.clone();
+    let s = started.clone();
+    // Keeps the only worker busy while the others are spawned, so none runs.
+    let busy = rt.spawn(async move {
+        let inner: Vec<_> = (0..100)
+            .map(|_| {
+                let g = CountDrop(d.clone());
+                fibra::spawn(async move {
+                    let _g = g;
+                })
+            })
+            .collect();
+        s.store(1, Ordering::SeqCst);
+        std::thread::sleep(Duration::from_millis(100));
+        inner
+    });
+    while started.load(Ordering::SeqCst) == 0 {
+        std::thread::yield_now();
+    }
+    let outer: Vec<_> = (0..100)
+        .map(|_| {
+            let g = CountDrop(drops.clone());
+            rt.spawn(async move {
+                let _g = g;
+            })
+        })
+        .collect();
+    drop(rt); // while `busy` still sleeps in its poll
+    let inner = fibra::block_on(busy).unwrap();
+    assert_eq!(drops.load(Ordering::SeqCst), 200);
+    for h in inner.into_iter().chain(outer) {
+        assert!(fibra::block_on(h).unwrap_err().is_cancelled());
+    }
+}
+
+/// A finished task wakes its joiner behind the tasks already queued (not
+/// into the hand-off slot): a root joining many short tasks is polled a few
+/// times, not once per task.
+#[test]
+fn a_joiner_woken_by_a_finishing_task_runs_after_the_queued_tasks() {
+    struct CountPolls<F>(F, Arc<AtomicUsize>);
+    impl<F: std::future::Future + Unpin> std::future::Future for CountPolls<F> {
+        type Output = F::Output;
+        fn poll(
+            mut self: std::pin::Pin<&mut Self>,
+            cx: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<F::Output> {
+            self.1.fetch_add(1, Ordering::Relaxed);
+            std::pin::Pin::new(&mut self.0).poll(cx)
+        }
+    }
+    let rt = fibra::Runtime::builder().current_thread().build().unwrap();
+    let polls = Arc::new(AtomicUsize::new(0));
+    let p = polls.clone();
+    let sum = rt.block_on(async move {
+        let handles: Vec<_> = (0..1000u64)
+            .map(|i| fibra::spawn(async move { i }))
+            .collect();
+        let join_all = Box::pin(async move {
+            let mut sum = 0;
+            for h in handles {
+                sum += h.await.unwrap();
+            }
+            sum
+        });
+        CountPolls(join_all, p).await
+    });
+    assert_eq!(sum, 499_500);
+    let polls = polls.load(Ordering::Relaxed);
+    assert!(
+        polls <= 3,
+        "the joiner was polled {polls} times for 1000 joins"
+    );
+}
+
 #[test]
 fn spawn_blocking_runs_off_the_workers() {
     let rt = Runtime::builder().workers(1).build().unwrap();

@@ -130,6 +130,10 @@ impl Builder {
                 }
                 let ctx = WorkerCtx::new(shared, index, local);
                 ctx.enter(|| ctx.run(&|| false));
+                // Leave `next` and `hot` in the stealable queue, where
+                // shutdown finds them (a task not yet registered may be
+                // there).
+                drop(ctx.into_local());
             })?;
             rt.threads.push(t);
         }

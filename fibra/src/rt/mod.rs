@@ -83,7 +83,7 @@ impl Shared {
     /// on one of ours (hand-off), else into the injector.
     fn schedule(task: TaskRef) {
         with_current(|ctx| match ctx {
-            Some(ctx) if Arc::ptr_eq(&ctx.shared, task.shared()) => ctx.schedule_next(task),
+            Some(ctx) if Arc::ptr_eq(&ctx.shared, task.shared()) => ctx.schedule_woken(task),
             _ => task.shared().clone().inject(task),
         });
     }
@@ -113,40 +113,53 @@ impl Shared {
         if self.is_shutdown() {
             Runnable::shutdown(&*task);
         } else {
-            self.tasks.insert(task.clone(), task.registry_slot());
+            // Not registered yet (registry.rs): it is in a run queue until
+            // its first `Pending` poll.
             Shared::schedule_yield(task.clone());
-            // A spawn racing shutdown: make sure it is not left behind.
+            // A spawn racing shutdown: `inject` may have dropped it, and
+            // nothing else would cancel it.
             if self.is_shutdown() {
+                Runnable::shutdown(&*task);
                 self.drain_tasks();
             }
         }
         JoinHandle::new(task)
     }
 
-    /// Cancels every registered task (shutdown; no worker runs any more).
+    /// Cancels every pending task (shutdown; no worker runs any more): the
+    /// registered ones (they waited) and the queued ones (possibly never
+    /// polled, so not registered). Dropping a future may wake others, so
+    /// this repeats until both are empty; `shutdown` of a task already shut
+    /// down does nothing.
     fn drain_tasks(&self) {
         loop {
-            let tasks = self.tasks.drain();
+            let mut tasks = self.tasks.drain();
+            self.drain_queues(&mut tasks);
             if tasks.is_empty() {
                 break;
             }
             for t in &tasks {
                 t.shutdown();
             }
-            drop(tasks);
-            self.drain_queues();
         }
-        self.drain_queues();
     }
 
-    /// Drops the queue entries left behind (tasks already shut down): a
-    /// worker's deque outlives its worker through the stealer kept here, and
-    /// each entry holds the task, which holds this `Shared` — a cycle that
-    /// would leak the runtime.
-    fn drain_queues(&self) {
-        while !self.injector.steal().is_empty() {}
+    /// Takes every entry out of the run queues. Besides finding the tasks
+    /// that were never registered, this breaks a cycle: a worker's deque
+    /// outlives its worker through the stealer kept here, and each entry
+    /// holds its task, which holds this `Shared`.
+    fn drain_queues(&self, into: &mut Vec<TaskRef>) {
+        use crossbeam_deque::Steal;
+        let mut take = |steal: &dyn Fn() -> Steal<TaskRef>| loop {
+            match steal() {
+                Steal::Success(t) => into.push(t),
+                Steal::Empty => break,
+                Steal::Retry => {}
+            }
+        };
+        take(&|| self.injector.steal());
         for s in &self.stealers {
-            while !s.steal().is_empty() {}
+            take(&|| s.steal());
         }
     }
 }

@@ -1,4 +1,9 @@
-//! Every live task, so shutdown can drop each pending one exactly once.
+//! Every task that has waited (returned `Pending`) and not finished, so
+//! shutdown can drop each pending one exactly once. A task registers itself
+//! after its first `Pending` poll, while it holds `RUNNING`; a task not
+//! registered is either queued (shutdown finds it in the run queues) or
+//! finished, so a task that finishes in its first poll (most spawned
+//! tasks of a fork-join) never touches the registry.
 //!
 //! Sharded by task id so that spawns and completions on different workers
 //! rarely meet on a lock; each shard is a slab (a vector of slots plus a free
@@ -10,10 +15,25 @@ use crate::loom::{AtomicUsize, Lock, Ordering};
 
 const SHARDS: usize = 16;
 
-/// Where a task sits in the registry. Written once by `insert` before the
-/// task is scheduled (the queue push publishes it), read by `remove`.
-#[derive(Default)]
+/// Where a task sits in the registry, or `UNREGISTERED`. Written by
+/// `insert` and read by `remove`, both by the holder of the task's
+/// `RUNNING` bit: Relaxed suffices, the `RUNNING` hand-over (AcqRel on the
+/// task's state word) orders them.
 pub(crate) struct Slot(AtomicUsize);
+
+const UNREGISTERED: usize = usize::MAX;
+
+impl Default for Slot {
+    fn default() -> Self {
+        Slot(AtomicUsize::new(UNREGISTERED))
+    }
+}
+
+impl Slot {
+    pub(crate) fn is_registered(&self) -> bool {
+        self.0.load(Ordering::Relaxed) != UNREGISTERED
+    }
+}
 
 #[derive(Default)]
 struct Shard {
@@ -50,13 +70,15 @@ impl Registry {
                 shard.slots.len() - 1
             }
         };
-        // Relaxed: the task reaches its runner through a queue push, which
-        // orders this store before the runner's `remove`.
+        // Relaxed: see `Slot`.
         slot.0.store(index, Ordering::Relaxed);
     }
 
     pub(crate) fn remove(&self, id: u64, slot: &Slot) {
         let index = slot.0.load(Ordering::Relaxed);
+        if index == UNREGISTERED {
+            return;
+        }
         let task = {
             let mut shard = self.shard(id).lock();
             match shard.slots.get_mut(index) {

@@ -120,7 +120,6 @@ pub(crate) trait Runnable: Send + Sync + 'static {
     /// Drops the future and completes the task as cancelled (shutdown).
     fn shutdown(&self);
     fn id(&self) -> u64;
-    fn registry_slot(&self) -> &Slot;
 }
 
 pub(crate) type TaskRef = Arc<dyn Runnable>;
@@ -289,7 +288,11 @@ where
             .tasks
             .remove(Runnable::id(self), &self.registry_slot);
         drop(dropped);
-        waker.into_iter().chain(wakers).for_each(Waker::wake);
+        let wake_all = || waker.into_iter().chain(wakers).for_each(Waker::wake);
+        super::worker::with_current(|ctx| match ctx {
+            Some(ctx) => ctx.finishing(wake_all),
+            None => wake_all(),
+        });
     }
 
     /// The future cell, for its owner (holder of `RUNNING`).
@@ -350,6 +353,13 @@ where
                 self.complete(output);
             }
             None => {
+                // The task waits: from now on shutdown must be able to find
+                // it outside the run queues (registry.rs). We still hold
+                // `RUNNING`, so this comes before any `remove`.
+                if !self.registry_slot.is_registered() {
+                    let me: TaskRef = self.clone();
+                    self.shared.tasks.insert(me, &self.registry_slot);
+                }
                 // Release the future; if woken during the poll (or asked to
                 // abort), go again, at the back of the queue.
                 if self.state.end_run_pending() == AfterPoll::Requeue {
@@ -377,10 +387,6 @@ where
 
     fn shared(&self) -> &Arc<Shared> {
         &self.shared
-    }
-
-    fn registry_slot(&self) -> &Slot {
-        &self.registry_slot
     }
 }
 

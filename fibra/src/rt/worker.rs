@@ -54,6 +54,9 @@ pub(crate) struct WorkerCtx {
     hot: RefCell<VecDeque<TaskRef>>,
     streak: Cell<u32>,
     tick: Cell<u32>,
+    /// Set while a task that just finished wakes its joiners: those wakes
+    /// go to the back of the queue (see `schedule_woken`).
+    finishing: Cell<bool>,
 }
 
 thread_local! {
@@ -81,6 +84,7 @@ impl WorkerCtx {
             hot: RefCell::new(VecDeque::new()),
             streak: Cell::new(0),
             tick: Cell::new(0),
+            finishing: Cell::new(false),
         }
     }
 
@@ -115,6 +119,28 @@ impl WorkerCtx {
         ));
         let _reset = Reset(prev);
         f()
+    }
+
+    /// Schedules a task woken by the task running here: into `next`, unless
+    /// the waker is a task that just finished (its joiners): a finished task
+    /// waits for no reply, so there is no hand-off to make, and a joiner
+    /// that runs after the tasks already queued finds more of its joins done
+    /// (spawn-join: one poll of the joiner instead of one per task).
+    pub(crate) fn schedule_woken(&self, task: TaskRef) {
+        if self.finishing.get() {
+            self.schedule_back(task);
+        } else {
+            self.schedule_next(task);
+        }
+    }
+
+    /// Runs `f` (a finished task waking its joiners) with wakes queued at
+    /// the back.
+    pub(crate) fn finishing<R>(&self, f: impl FnOnce() -> R) -> R {
+        let prev = self.finishing.replace(true);
+        let r = f();
+        self.finishing.set(prev);
+        r
     }
 
     /// Schedules a task woken by the task running here: into `next`.
