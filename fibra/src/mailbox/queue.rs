@@ -73,24 +73,20 @@ const CHANGED: usize = 4;
 const FLAGS: usize = EPOCH | CHANGED;
 const SHIFT: usize = 3;
 
-struct Slot<T> {
-    value: UnsafeCell<MaybeUninit<T>>,
-    /// Set (Release) once `value` is written.
-    ready: AtomicBool,
-}
-
+/// `CAP` values, then their `ready` flags (not interleaved: for small
+/// messages that halves a block, and the memory a backlog touches).
 struct Block<T> {
-    slots: [Slot<T>; CAP],
+    values: [UnsafeCell<MaybeUninit<T>>; CAP],
+    /// `ready[i]` is set (Release) once `values[i]` is written.
+    ready: [AtomicBool; CAP],
     next: AtomicPtr<Block<T>>,
 }
 
 impl<T> Block<T> {
     fn alloc() -> *mut Block<T> {
         Box::into_raw(Box::new(Block {
-            slots: std::array::from_fn(|_| Slot {
-                value: UnsafeCell::new(MaybeUninit::uninit()),
-                ready: AtomicBool::new(false),
-            }),
+            values: std::array::from_fn(|_| UnsafeCell::new(MaybeUninit::uninit())),
+            ready: std::array::from_fn(|_| AtomicBool::new(false)),
             next: AtomicPtr::new(ptr::null_mut()),
         }))
     }
@@ -203,11 +199,10 @@ impl<T> Queue<T> {
                     // SAFETY: we claimed `offset` in `block`, which stays
                     // alive until our slot is read; nobody else writes it.
                     unsafe {
-                        let slot = &(*block).slots[offset];
-                        slot.value.with_mut(|v| (*v).write(value));
+                        (*block).values[offset].with_mut(|v| (*v).write(value));
                         // Release: the value is visible to the consumer's
                         // Acquire load of `ready`.
-                        slot.ready.store(true, Ordering::Release);
+                        (*block).ready[offset].store(true, Ordering::Release);
                     }
                     if t & PARKED != 0 {
                         self.wake(t & EPOCH);
@@ -283,9 +278,9 @@ impl<T> Queue<T> {
         let head = self.head.with_mut(|h| unsafe { &mut *h });
         let offset = head.pos % LAP;
         // SAFETY: `head.block` is alive: only the consumer frees blocks.
-        let slot = unsafe { &(*head.block).slots[offset] };
+        let block = unsafe { &*head.block };
         let mut step = 0;
-        while !slot.ready.load(Ordering::Acquire) {
+        while !block.ready[offset].load(Ordering::Acquire) {
             // Relaxed: only compares positions; the slot's `ready` carries
             // the value.
             if self.tail.word.load(Ordering::Relaxed) >> SHIFT == head.pos {
@@ -296,7 +291,7 @@ impl<T> Queue<T> {
         }
         // SAFETY: `ready` (Acquire) says the value is written, and we are
         // the only reader of this slot.
-        let value = slot.value.with(|v| unsafe { (*v).assume_init_read() });
+        let value = block.values[offset].with(|v| unsafe { (*v).assume_init_read() });
         head.pos += 1;
         if offset + 1 == CAP {
             // The block is used up: move to the next (linked before the last
