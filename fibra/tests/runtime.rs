@@ -292,6 +292,34 @@ fn a_joiner_woken_by_a_finishing_task_runs_after_the_queued_tasks() {
     );
 }
 
+/// A lasting backlog of CPU-bound tasks is offered to the idle worker (after
+/// `OFFER_DELAY`, not at once): the tasks of one spawner run on both workers.
+#[test]
+fn a_lasting_backlog_spreads_to_an_idle_worker() {
+    let rt = fibra::Runtime::builder().workers(2).build().unwrap();
+    let threads = rt.block_on(async {
+        // Let the other worker go to sleep first.
+        std::thread::sleep(Duration::from_millis(20));
+        let handles: Vec<_> = (0..64)
+            .map(|_| {
+                fibra::spawn(async {
+                    let t = std::time::Instant::now();
+                    while t.elapsed() < Duration::from_millis(1) {
+                        std::hint::spin_loop();
+                    }
+                    std::thread::current().id()
+                })
+            })
+            .collect();
+        let mut ids = std::collections::HashSet::new();
+        for h in handles {
+            ids.insert(h.await.unwrap());
+        }
+        ids.len()
+    });
+    assert_eq!(threads, 2, "64 ms of queued work stayed on one worker");
+}
+
 #[test]
 fn spawn_blocking_runs_off_the_workers() {
     let rt = Runtime::builder().workers(1).build().unwrap();

@@ -35,12 +35,24 @@ const INJECTOR_INTERVAL: u32 = 61;
 /// worker needs when work appears again. (64 rounds measured no better on
 /// the suite and burn more CPU when idle.)
 const SEARCH_ROUNDS: u32 = 16;
-/// A worker wakes a sleeping one only when its stealable queue holds more
-/// than this many tasks: a sleeper costs an OS wake-up (tens of µs here),
-/// which a handful of short tasks never repays (measured: diagonal with 10
-/// dimensions on 2 workers, 681 ns/task when offering from 2 queued tasks,
-/// 236 from 17).
+/// A worker offers work to a sleeping one only when its stealable queue
+/// holds more than this many tasks: a sleeper costs an OS wake-up (tens of
+/// µs here), which a handful of short tasks never repays (measured: diagonal
+/// with 10 dimensions on 2 workers, 681 ns/task when offering from 2 queued
+/// tasks, 236 from 17).
 const OFFER_MIN: usize = 16;
+/// ... and only once that backlog has lasted this long: a burst of short
+/// tasks (a collector spawning 100 senders that all talk back to it) is
+/// over before a woken worker could help, and stealing half of it only
+/// makes every message cross cores (diagonal with 100 dimensions on 2
+/// workers: 631 ns/task when offering at once, 235 never offering). A
+/// backlog that lasts is worth the wake-up. Checked at pushes and between
+/// tasks (`CHECK_EVERY`), so a task that spawns work and then computes for
+/// a long time without yielding delays the offer until it yields.
+const OFFER_DELAY: std::time::Duration = std::time::Duration::from_micros(100);
+/// Reading the clock costs about 25 ns: while a backlog waits for its
+/// offer, look every this many scheduling points (and pushes).
+const CHECK_EVERY: u32 = 4;
 
 pub(crate) struct WorkerCtx {
     pub(crate) shared: Arc<Shared>,
@@ -54,6 +66,9 @@ pub(crate) struct WorkerCtx {
     hot: RefCell<VecDeque<TaskRef>>,
     streak: Cell<u32>,
     tick: Cell<u32>,
+    /// When the stealable queue last grew past `OFFER_MIN` without an offer
+    /// made since (see `OFFER_DELAY`).
+    backlog_since: Cell<Option<std::time::Instant>>,
     /// Set while a task that just finished wakes its joiners: those wakes
     /// go to the back of the queue (see `schedule_woken`).
     finishing: Cell<bool>,
@@ -85,6 +100,7 @@ impl WorkerCtx {
             streak: Cell::new(0),
             tick: Cell::new(0),
             finishing: Cell::new(false),
+            backlog_since: Cell::new(None),
         }
     }
 
@@ -166,12 +182,31 @@ impl WorkerCtx {
         self.offer_work();
     }
 
-    /// After a push to the local queue: if it holds more than `OFFER_MIN`
-    /// tasks, let an idle worker steal (a few queued tasks are ours to run:
-    /// waking a sleeper for them would cost more than it saves).
+    /// After a push to the local queue: a backlog of more than `OFFER_MIN`
+    /// tasks starts the `OFFER_DELAY` clock, or is offered once it ran out.
     fn offer_work(&self) {
         if self.shared.stealers.len() > 1 && self.local.len() > OFFER_MIN {
+            match self.backlog_since.get() {
+                None => self.backlog_since.set(Some(std::time::Instant::now())),
+                Some(_) if self.local.len() % CHECK_EVERY as usize == 0 => self.check_backlog(),
+                Some(_) => {}
+            }
+        }
+    }
+
+    /// Offers the backlog to an idle worker if it lasted `OFFER_DELAY`;
+    /// forgets it if it drained.
+    fn check_backlog(&self) {
+        let Some(since) = self.backlog_since.get() else {
+            return;
+        };
+        if self.local.len() <= OFFER_MIN {
+            self.backlog_since.set(None);
+        } else if since.elapsed() >= OFFER_DELAY {
             self.shared.notify_idle();
+            // Still there after another delay (the helper went back to
+            // sleep, or there was none): offer again.
+            self.backlog_since.set(Some(std::time::Instant::now()));
         }
     }
 
@@ -266,6 +301,9 @@ impl WorkerCtx {
                 }
                 budget::unlimited();
                 return;
+            }
+            if self.backlog_since.get().is_some() && self.tick.get() % CHECK_EVERY == 0 {
+                self.check_backlog();
             }
             if let Some(task) = self.next_task() {
                 if std::mem::take(&mut searching) {
