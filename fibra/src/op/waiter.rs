@@ -213,7 +213,31 @@ impl<S> WaitQueue<S> {
     /// With `seeker.me`, the seeker's own opstate is claimed (`W -> C`)
     /// before the partner's CAS and stays claimed on `Partner`: the caller
     /// moves the payload, then commits itself.
+    #[inline]
     pub(crate) fn find_partner(&mut self, seeker: Seeker<'_>) -> Found<S> {
+        // The common cases inline: nobody waits, or the first record is a
+        // live partner (a rendezvous with one party waiting).
+        match self.records.front() {
+            None => return Found::Nobody,
+            Some(w) if !w.belongs_to(seeker.ptr()) => {
+                if seeker.claim().is_err() {
+                    return Found::SelfSynced;
+                }
+                if w.op().try_commit(w.leaf) == Commit::Won {
+                    let w = self.records.pop_front().expect("the front record");
+                    return Found::Partner(w);
+                }
+                // Stale or claimed: the full search deals with it.
+                seeker.unclaim();
+            }
+            Some(_) => {}
+        }
+        self.find_partner_slow(seeker)
+    }
+
+    /// `find_partner`, record by record.
+    #[inline(never)]
+    fn find_partner_slow(&mut self, seeker: Seeker<'_>) -> Found<S> {
         let mut i = 0;
         let mut step = 0;
         while let Some(w) = self.records.get(i) {

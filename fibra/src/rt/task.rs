@@ -130,7 +130,9 @@ struct JoinState<T> {
     /// completions drop it at once.
     handle_gone: bool,
     waker: Option<Waker>,
-    waiters: WaitQueue<()>,
+    /// `join_op` performs waiting; boxed on first use (rare next to a
+    /// direct `.await`), which keeps every task 24 bytes smaller.
+    waiters: Option<Box<WaitQueue<()>>>,
 }
 
 /// The scheduling state word of a task (module docs), with its transitions.
@@ -253,7 +255,7 @@ where
                 output: None,
                 handle_gone: false,
                 waker: None,
-                waiters: WaitQueue::default(),
+                waiters: None,
             }),
         })
     }
@@ -280,7 +282,9 @@ where
                 None
             };
             let mut wakers = Vec::new();
-            j.waiters.commit_all(&mut wakers);
+            if let Some(waiters) = &mut j.waiters {
+                waiters.commit_all(&mut wakers);
+            }
             (j.waker.take(), wakers, dropped)
         };
         self.state.complete();
@@ -288,6 +292,9 @@ where
             .tasks
             .remove(Runnable::id(self), &self.registry_slot);
         drop(dropped);
+        if waker.is_none() && wakers.is_empty() {
+            return; // nobody waits (a join that comes later finds the output)
+        }
         let wake_all = || waker.into_iter().chain(wakers).for_each(Waker::wake);
         super::worker::with_current(|ctx| match ctx {
             Some(ctx) => ctx.finishing(wake_all),
@@ -493,11 +500,13 @@ where
             }
             return None;
         }
-        Some(j.waiters.publish(cx, &()))
+        Some(j.waiters.get_or_insert_default().publish(cx, &()))
     }
 
     fn withdraw_join(&self, reg: Registration) {
-        self.join.lock().waiters.remove(reg);
+        if let Some(waiters) = &mut self.join.lock().waiters {
+            waiters.remove(reg);
+        }
     }
 
     fn abort(self: Arc<Self>) {
