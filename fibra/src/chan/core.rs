@@ -206,6 +206,7 @@ impl<T> Chan<T> {
     ///
     /// The caller owns `mine` and may touch it once `seeker` is claimed (or
     /// it is unpublished).
+    #[inline]
     pub(crate) unsafe fn send_locked(
         &self,
         st: &mut State<T>,
@@ -245,6 +246,7 @@ impl<T> Chan<T> {
     /// # Safety
     ///
     /// As for [`send_locked`](Self::send_locked).
+    #[inline]
     pub(crate) unsafe fn recv_locked(
         &self,
         st: &mut State<T>,

@@ -81,6 +81,7 @@ impl Shared {
 
     /// Queues a woken task: into the current worker's `next` slot if it runs
     /// on one of ours (hand-off), else into the injector.
+    #[inline]
     fn schedule(task: TaskRef) {
         with_current(|ctx| match ctx {
             Some(ctx) if Arc::ptr_eq(&ctx.shared, task.shared()) => ctx.schedule_woken(task),
