@@ -129,7 +129,7 @@ impl Builder {
                     pin_to_core(core);
                 }
                 let ctx = WorkerCtx::new(shared, index, local);
-                ctx.enter(|| ctx.run(&|| false));
+                ctx.enter(|| ctx.run(|| false));
                 // Leave `next` and `hot` in the stealable queue, where
                 // shutdown finds them (a task not yet registered may be
                 // there).

@@ -80,9 +80,10 @@ impl Shared {
     }
 
     /// Queues a woken task: into the current worker's `next` slot if it runs
-    /// on one of ours (hand-off), else into the injector.
+    /// on one of ours (hand-off), else into the injector. Generic over the
+    /// task's type so that `shared()` is a direct call.
     #[inline]
-    fn schedule(task: TaskRef) {
+    fn schedule<R: Runnable>(task: Arc<R>) {
         with_current(|ctx| match ctx {
             Some(ctx) if Arc::ptr_eq(&ctx.shared, task.shared()) => ctx.schedule_woken(task),
             _ => task.shared().clone().inject(task),
@@ -281,7 +282,7 @@ impl Runtime {
             .take()
             .expect("one `block_on` at a time on a current-thread runtime");
         let ctx = WorkerCtx::new(self.shared.clone(), 0, local);
-        ctx.enter(|| ctx.run(&|| handle.is_finished()));
+        ctx.enter(|| ctx.run(|| handle.is_finished()));
         *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(ctx.into_local());
         let waker = std::task::Waker::noop();
         match Pin::new(&mut handle).poll(&mut Context::from_waker(waker)) {

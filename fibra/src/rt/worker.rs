@@ -292,7 +292,7 @@ impl WorkerCtx {
     }
 
     /// Runs tasks until `done()` or shutdown.
-    pub(crate) fn run(&self, done: &dyn Fn() -> bool) {
+    pub(crate) fn run(&self, done: impl Fn() -> bool) {
         let mut searching = false;
         loop {
             if done() || self.shared.is_shutdown() {
