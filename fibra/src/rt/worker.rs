@@ -51,8 +51,10 @@ const OFFER_MIN: usize = 16;
 /// a long time without yielding delays the offer until it yields.
 const OFFER_DELAY: std::time::Duration = std::time::Duration::from_micros(100);
 /// Reading the clock costs about 25 ns: while a backlog waits for its
-/// offer, look every this many scheduling points (and pushes).
+/// offer, look every this many scheduling points ...
 const CHECK_EVERY: u32 = 4;
+/// ... and every this many pushes (a spawning loop).
+const PUSH_CHECK_EVERY: usize = 64;
 
 pub(crate) struct WorkerCtx {
     pub(crate) shared: Arc<Shared>,
@@ -153,10 +155,15 @@ impl WorkerCtx {
     /// Runs `f` (a finished task waking its joiners) with wakes queued at
     /// the back.
     pub(crate) fn finishing<R>(&self, f: impl FnOnce() -> R) -> R {
-        let prev = self.finishing.replace(true);
-        let r = f();
-        self.finishing.set(prev);
-        r
+        // Restored even if a (foreign) waker panics.
+        struct Restore<'a>(&'a Cell<bool>, bool);
+        impl Drop for Restore<'_> {
+            fn drop(&mut self) {
+                self.0.set(self.1);
+            }
+        }
+        let _restore = Restore(&self.finishing, self.finishing.replace(true));
+        f()
     }
 
     /// Schedules a task woken by the task running here: into `next`.
@@ -188,7 +195,7 @@ impl WorkerCtx {
         if self.shared.stealers.len() > 1 && self.local.len() > OFFER_MIN {
             match self.backlog_since.get() {
                 None => self.backlog_since.set(Some(std::time::Instant::now())),
-                Some(_) if self.local.len() % CHECK_EVERY as usize == 0 => self.check_backlog(),
+                Some(_) if self.local.len() % PUSH_CHECK_EVERY == 0 => self.check_backlog(),
                 Some(_) => {}
             }
         }
