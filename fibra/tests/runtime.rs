@@ -416,6 +416,27 @@ fn a_task_whose_ops_are_always_ready_cannot_starve_its_worker() {
     });
 }
 
+#[test]
+fn a_task_whose_mailbox_is_never_empty_cannot_starve_its_worker() {
+    // The same with a plain `Mailbox::recv` (not an op) that always finds a
+    // message: it takes the budget like a perform.
+    let rt = Runtime::builder().workers(1).build().unwrap();
+    rt.block_on(async {
+        let flag = Arc::new(AtomicUsize::new(0));
+        let f = flag.clone();
+        let _h = fibra::spawn(async move { f.store(1, Ordering::SeqCst) });
+        let (me, mut mb) = fibra::mailbox::<u64>();
+        me.send(0).unwrap();
+        let mut spins = 0u64;
+        while flag.load(Ordering::SeqCst) == 0 {
+            let n = mb.recv().await.unwrap();
+            me.send(n + 1).unwrap();
+            spins += 1;
+            assert!(spins < 10_000_000, "the other task never ran");
+        }
+    });
+}
+
 /// A task woken just before a current-thread runtime is dropped sits in the
 /// worker's deque; the deque outlived the worker through the runtime's
 /// stealer, and the task held the runtime: a cycle that leaked it. The

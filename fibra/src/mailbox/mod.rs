@@ -95,6 +95,7 @@
 mod actor;
 mod ops;
 mod queue;
+mod recv;
 
 #[cfg(all(test, loom))]
 mod loom_models;
@@ -102,6 +103,7 @@ mod loom_models;
 pub(crate) use actor::actor;
 pub use actor::{Exit, spawn_actor};
 pub use ops::{RecvMatchingOp, RecvOp, SendOp};
+pub use recv::Recv;
 
 use crate::chan::{TryRecvError, TrySendError};
 use crate::loom::{Arc, AtomicBool, AtomicUsize, Ordering};
@@ -503,16 +505,22 @@ impl<M> Mailbox<M> {
 
     /// Waits for the next message. `None` once the mailbox is closed or no
     /// address is left, and it is empty.
-    pub async fn recv(&mut self) -> Option<M> {
-        // Fast path: a message is there and the task may go on (the same
-        // budget a perform takes), so skip building a perform.
-        if crate::rt::budget::consume() {
-            if let Some(m) = self.take_delivered() {
-                return Some(m);
-            }
-            crate::rt::budget::refund();
-        }
-        self.recv_op().await
+    ///
+    /// Cancel-safe: a message is taken only when the future returns it. A
+    /// plain wait, cheaper than [`recv_op`](Self::recv_op) (which is for
+    /// choices).
+    ///
+    /// ```
+    /// let (addr, mut mb) = fibra::mailbox();
+    /// addr.send(1).unwrap();
+    /// drop(addr);
+    /// futures::executor::block_on(async {
+    ///     assert_eq!(mb.recv().await, Some(1));
+    ///     assert_eq!(mb.recv().await, None); // no address left
+    /// });
+    /// ```
+    pub fn recv(&mut self) -> Recv<'_, M> {
+        Recv::new(self)
     }
 
     /// Waits for the next message, parking the OS thread.

@@ -26,15 +26,6 @@ pub(crate) fn unlimited() {
     LEFT.with(|l| l.set(UNLIMITED));
 }
 
-/// Gives back a unit taken by `consume` for an attempt that did nothing.
-#[inline]
-pub(crate) fn refund() {
-    LEFT.with(|l| match l.get() {
-        UNLIMITED | BUDGET => {}
-        n => l.set(n + 1),
-    })
-}
-
 /// Takes one unit; `false` when the task must yield first.
 #[inline]
 pub(crate) fn consume() -> bool {
