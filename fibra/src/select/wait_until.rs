@@ -12,7 +12,7 @@
 //! withdrawn and left as it was before the perform (that is what lets
 //! `try_perform` hand an op back), so it can be performed again.
 
-use crate::op::{BlockCx, BoxOp, Op, choose, sealed::Sealed};
+use crate::op::{BlockCx, BoxOp, Branches, Op, choose, sealed::Sealed};
 use std::fmt;
 use std::ops::{BitAnd, BitOr};
 use std::pin::Pin;
@@ -129,6 +129,81 @@ async fn next_commit<T>(pending: &mut [Option<BoxOp<'_, T>>]) -> (usize, T) {
     (i, out)
 }
 
+/// The clauses of a statement as the branches of one round's choice.
+struct Clauses<'r, 'a>(&'r mut [Option<BoxOp<'a, usize>>]);
+
+/// Stands in for a clause that already committed: never commits, and
+/// commits nothing remotely (a round over mailbox receives stays
+/// exclusive).
+struct Spent;
+
+impl Sealed for Spent {}
+
+impl Op for Spent {
+    type Output = usize;
+
+    fn commits_remotely(&self) -> bool {
+        false
+    }
+
+    fn repoll(self: Pin<&mut Self>, _cx: BlockCx<'_>) {}
+
+    fn try_now(self: Pin<&mut Self>) -> Option<usize> {
+        None
+    }
+
+    fn block(self: Pin<&mut Self>, _cx: BlockCx<'_>) {}
+
+    fn finish(self: Pin<&mut Self>, _leaf: usize) -> usize {
+        unreachable!("a spent clause committed")
+    }
+
+    fn abandon(self: Pin<&mut Self>, _leaf: usize) {}
+
+    fn withdraw(self: Pin<&mut Self>) {}
+}
+
+impl Sealed for Clauses<'_, '_> {}
+
+impl Branches for Clauses<'_, '_> {
+    type Output = usize;
+
+    fn count(&self) -> usize {
+        self.0.len()
+    }
+
+    fn branch(&self, i: usize) -> &dyn Op<Output = usize> {
+        match &self.0[i] {
+            Some(op) => op,
+            None => &Spent,
+        }
+    }
+
+    fn branch_mut(self: Pin<&mut Self>, i: usize) -> Pin<&mut dyn Op<Output = usize>> {
+        match &mut self.get_mut().0[i] {
+            Some(op) => op.as_pin_mut(),
+            // A zero-sized value: leaking it allocates nothing.
+            None => {
+                let spent: Pin<&mut Spent> = Pin::new(Box::leak(Box::new(Spent)));
+                spent
+            }
+        }
+    }
+}
+
+/// A statement's identity: unique in the process (a counter, not an
+/// allocation: a statement is made per wait).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct StmtId(u64);
+
+impl StmtId {
+    fn new() -> Self {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        // Relaxed: only uniqueness matters (64 bits never wrap in practice).
+        StmtId(NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+    }
+}
+
 /// A predicate over the clauses of a [`WaitUntil`]: combine
 /// [`Clause::done`]s with `|` (or) and `&` (and).
 #[derive(Clone)]
@@ -136,54 +211,54 @@ pub struct Pred(Node);
 
 #[derive(Clone)]
 enum Node {
-    /// Clause `index` of the statement whose token is `stmt`.
-    Clause(usize, Arc<()>),
-    And(Box<Node>, Box<Node>),
-    Or(Box<Node>, Box<Node>),
+    /// Clause `index` of the statement whose identity is the second field.
+    Clause(usize, StmtId),
+    /// Every operand holds (n-ary: `a & b & c` is one node, one allocation).
+    And(Vec<Node>),
+    /// Some operand holds.
+    Or(Vec<Node>),
 }
 
 impl Node {
-    fn holds(&self, stmt: &Arc<()>, done: &[bool]) -> bool {
+    /// Whether the predicate holds, clause `i` of statement `stmt` being
+    /// done when `done(i)`; a clause of another statement (or out of range)
+    /// never is.
+    fn holds(&self, stmt: StmtId, clauses: usize, done: &impl Fn(usize) -> bool) -> bool {
         match self {
-            Node::Clause(i, s) => Arc::ptr_eq(s, stmt) && done.get(*i).copied().unwrap_or(false),
-            Node::And(a, b) => a.holds(stmt, done) && b.holds(stmt, done),
-            Node::Or(a, b) => a.holds(stmt, done) || b.holds(stmt, done),
+            Node::Clause(i, s) => *s == stmt && *i < clauses && done(*i),
+            Node::And(all) => all.iter().all(|n| n.holds(stmt, clauses, done)),
+            Node::Or(any) => any.iter().any(|n| n.holds(stmt, clauses, done)),
         }
     }
 
-    /// Whether the predicate could still hold if every clause not done yet
-    /// were done: if not, waiting is pointless. (A clause of another
-    /// statement never holds here.)
-    fn satisfiable(&self, stmt: &Arc<()>, done: &[bool], live: &[bool]) -> bool {
-        match self {
-            Node::Clause(i, s) => {
-                Arc::ptr_eq(s, stmt)
-                    && (done.get(*i).copied().unwrap_or(false)
-                        || live.get(*i).copied().unwrap_or(false))
+    /// `self op rhs`, flattening into `self` when it is already an `op` node.
+    fn join(self, rhs: Node, and: bool) -> Node {
+        match (self, and) {
+            (Node::And(mut v), true) | (Node::Or(mut v), false) => {
+                v.push(rhs);
+                if and { Node::And(v) } else { Node::Or(v) }
             }
-            Node::And(a, b) => a.satisfiable(stmt, done, live) && b.satisfiable(stmt, done, live),
-            Node::Or(a, b) => a.satisfiable(stmt, done, live) || b.satisfiable(stmt, done, live),
+            (lhs, _) => {
+                let v = vec![lhs, rhs];
+                if and { Node::And(v) } else { Node::Or(v) }
+            }
         }
     }
 
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Node::Clause(i, _) => write!(f, "#{i}"),
-            Node::And(a, b) => {
-                f.write_str("(")?;
-                a.fmt(f)?;
-                f.write_str(" and ")?;
-                b.fmt(f)?;
-                f.write_str(")")
+        let (ns, op) = match self {
+            Node::Clause(i, _) => return write!(f, "#{i}"),
+            Node::And(ns) => (ns, " and "),
+            Node::Or(ns) => (ns, " or "),
+        };
+        f.write_str("(")?;
+        for (k, n) in ns.iter().enumerate() {
+            if k > 0 {
+                f.write_str(op)?;
             }
-            Node::Or(a, b) => {
-                f.write_str("(")?;
-                a.fmt(f)?;
-                f.write_str(" or ")?;
-                b.fmt(f)?;
-                f.write_str(")")
-            }
+            n.fmt(f)?;
         }
+        f.write_str(")")
     }
 }
 
@@ -197,7 +272,7 @@ impl BitOr for Pred {
     type Output = Pred;
 
     fn bitor(self, rhs: Pred) -> Pred {
-        Pred(Node::Or(Box::new(self.0), Box::new(rhs.0)))
+        Pred(self.0.join(rhs.0, false))
     }
 }
 
@@ -205,7 +280,7 @@ impl BitAnd for Pred {
     type Output = Pred;
 
     fn bitand(self, rhs: Pred) -> Pred {
-        Pred(Node::And(Box::new(self.0), Box::new(rhs.0)))
+        Pred(self.0.join(rhs.0, true))
     }
 }
 
@@ -214,14 +289,14 @@ impl BitAnd for Pred {
 pub struct Clause<T> {
     index: usize,
     /// The statement's identity.
-    stmt: Arc<()>,
+    stmt: StmtId,
     result: Arc<Mutex<Option<T>>>,
 }
 
 impl<T> Clause<T> {
     /// The predicate "this clause was acquired".
     pub fn done(&self) -> Pred {
-        Pred(Node::Clause(self.index, self.stmt.clone()))
+        Pred(Node::Clause(self.index, self.stmt))
     }
 
     /// Takes the clause's result, if it was acquired (and not taken yet).
@@ -287,10 +362,12 @@ impl<T> fmt::Debug for Clause<T> {
 /// # });
 /// ```
 pub struct WaitUntil<'a> {
-    ops: Vec<Option<BoxOp<'a, ()>>>,
+    /// Each clause's op, yielding its own index (its result goes to its
+    /// `Clause`); `None` once it committed.
+    ops: Vec<Option<BoxOp<'a, usize>>>,
     /// Identity shared with the statement's clauses and predicates, so a
     /// predicate naming another statement's clause is recognised.
-    stmt: Arc<()>,
+    stmt: StmtId,
 }
 
 impl Default for WaitUntil<'_> {
@@ -312,7 +389,7 @@ impl<'a> WaitUntil<'a> {
     pub fn new() -> Self {
         Self {
             ops: Vec::new(),
-            stmt: Arc::new(()),
+            stmt: StmtId::new(),
         }
     }
 
@@ -324,13 +401,15 @@ impl<'a> WaitUntil<'a> {
     {
         let result = Arc::new(Mutex::new(None));
         let slot = result.clone();
+        let index = self.ops.len();
         let op = op.wrap(move |out| {
             *slot.lock().unwrap_or_else(PoisonError::into_inner) = Some(out);
+            index
         });
         self.ops.push(Some(op.boxed()));
         Clause {
-            index: self.ops.len() - 1,
-            stmt: self.stmt.clone(),
+            index,
+            stmt: self.stmt,
             result,
         }
     }
@@ -343,18 +422,22 @@ impl<'a> WaitUntil<'a> {
     /// Cancel-safe: if the future is dropped, the clause being waited for is
     /// withdrawn; clauses acquired so far keep their results.
     pub async fn run(mut self, pred: Pred) -> bool {
-        let mut done = vec![false; self.ops.len()];
-        loop {
-            if pred.0.holds(&self.stmt, &done) {
-                return true;
-            }
-            let live: Vec<bool> = self.ops.iter().map(Option::is_some).collect();
-            if !pred.0.satisfiable(&self.stmt, &done, &live) {
-                return false;
-            }
-            let (i, ()) = next_commit(&mut self.ops).await;
-            done[i] = true;
+        let (stmt, n) = (self.stmt, self.ops.len());
+        // Could it hold once every clause is done? If not, it never will
+        // (a clause of another statement is never done here).
+        if !pred.0.holds(stmt, n, &|_| true) {
+            return false;
         }
+        // A clause is done once its op committed (and was spent). The
+        // predicate is monotone, so the loop ends at the latest when every
+        // clause is done.
+        while !pred.0.holds(stmt, n, &|i| self.ops[i].is_none()) {
+            // One round: a fair choice over every clause, those spent
+            // standing in as ops that never commit (no allocation).
+            let i = choose(Clauses(&mut self.ops)).await;
+            self.ops[i] = None;
+        }
+        true
     }
 
     /// [`run`](WaitUntil::run), parking the OS thread.
