@@ -67,7 +67,7 @@ impl<T> Op for Always<T> {
 /// assert_eq!(choose((never(), always(1))).perform(), 1);
 /// assert!(never::<u8>().try_perform().is_err());
 /// ```
-pub fn never<T>() -> Never<T> {
+pub const fn never<T>() -> Never<T> {
     Never(PhantomData)
 }
 
@@ -92,6 +92,12 @@ impl<T> Sealed for Never<T> {}
 
 impl<T> Op for Never<T> {
     type Output = T;
+
+    // Nothing commits it, remotely or at all: a choice whose other branches
+    // all commit themselves stays exclusive (no waker clone, no CAS).
+    fn commits_remotely(&self) -> bool {
+        false
+    }
 
     // Committed by its partners, never woken to look again.
     fn repoll(self: Pin<&mut Self>, _cx: BlockCx<'_>) {}

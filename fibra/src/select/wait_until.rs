@@ -12,59 +12,11 @@
 //! withdrawn and left as it was before the perform (that is what lets
 //! `try_perform` hand an op back), so it can be performed again.
 
-use crate::op::{BlockCx, BoxOp, Branches, Op, choose, sealed::Sealed};
+use crate::op::{BoxOp, Branches, Never, Op, choose, never, sealed::Sealed};
 use std::fmt;
 use std::ops::{BitAnd, BitOr};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
-
-/// Performs an op held elsewhere, by reference, so it survives a perform it
-/// loses and can be performed again.
-struct ByRef<'r, 'a, T> {
-    op: Pin<&'r mut (dyn Op<Output = T> + Send + 'a)>,
-}
-
-impl<T> Sealed for ByRef<'_, '_, T> {}
-
-impl<T> Op for ByRef<'_, '_, T> {
-    type Output = T;
-
-    fn leaves(&self) -> usize {
-        self.op.leaves()
-    }
-
-    fn commits_remotely(&self) -> bool {
-        self.op.commits_remotely()
-    }
-
-    fn prepare(self: Pin<&mut Self>) {
-        self.get_mut().op.as_mut().prepare();
-    }
-
-    fn try_now(self: Pin<&mut Self>) -> Option<T> {
-        self.get_mut().op.as_mut().try_now()
-    }
-
-    fn block(self: Pin<&mut Self>, cx: BlockCx<'_>) {
-        self.get_mut().op.as_mut().block(cx);
-    }
-
-    fn repoll(self: Pin<&mut Self>, cx: BlockCx<'_>) {
-        self.get_mut().op.as_mut().repoll(cx);
-    }
-
-    fn finish(self: Pin<&mut Self>, leaf: usize) -> T {
-        self.get_mut().op.as_mut().finish(leaf)
-    }
-
-    fn abandon(self: Pin<&mut Self>, leaf: usize) {
-        self.get_mut().op.as_mut().abandon(leaf);
-    }
-
-    fn withdraw(self: Pin<&mut Self>) {
-        self.get_mut().op.as_mut().withdraw();
-    }
-}
 
 /// Performs every op and returns every result, in order (the parasitic
 /// threads paper's `chooseAll`; Cforall's `waituntil` with `and`). The ops
@@ -93,14 +45,16 @@ pub async fn choose_all<O>(ops: impl IntoIterator<Item = O>) -> Vec<O::Output>
 where
     O: Op + Send,
 {
-    let mut pending: Vec<Option<BoxOp<'_, O::Output>>> =
-        ops.into_iter().map(|op| Some(op.boxed())).collect();
+    let mut pending: Vec<_> = ops
+        .into_iter()
+        .enumerate()
+        .map(|(i, op)| Some(op.wrap(move |out| (i, out)).boxed()))
+        .collect();
     let mut results: Vec<Option<O::Output>> = pending.iter().map(|_| None).collect();
-    let mut left = pending.len();
-    while left > 0 {
-        let (i, out) = next_commit(&mut pending).await;
+    for _ in 0..pending.len() {
+        let (i, out) = choose(Clauses(&mut pending)).await;
+        pending[i] = None;
         results[i] = Some(out);
-        left -= 1;
     }
     results
         .into_iter()
@@ -108,83 +62,37 @@ where
         .collect()
 }
 
-/// One round: a fair choice over the ops still pending; the winner is
-/// removed and its index and result returned.
-async fn next_commit<T>(pending: &mut [Option<BoxOp<'_, T>>]) -> (usize, T) {
-    let round: Vec<_> = pending
-        .iter_mut()
-        .enumerate()
-        .filter_map(|(i, op)| {
-            op.as_mut().map(|op| {
-                ByRef {
-                    op: op.as_pin_mut(),
-                }
-                .wrap(move |out| (i, out))
-            })
-        })
-        .collect();
-    let (i, out) = choose(round).await;
-    // The op committed and produced its result: it is spent.
-    pending[i] = None;
-    (i, out)
-}
+/// Ops performed round after round (`choose_all`, the clauses of a
+/// `WaitUntil`) as the branches of one round's choice: each yields its own
+/// index (with its result, if any), and the caller sets it to `None` once
+/// it committed. A spent op stands in as [`never`](crate::never), a
+/// zero-sized op that commits nothing: no per-round allocation, and the ops
+/// are performed in place, so those that lose a round are there for the
+/// next.
+struct Clauses<'r, 'a, T>(&'r mut [Option<BoxOp<'a, T>>]);
 
-/// The clauses of a statement as the branches of one round's choice.
-struct Clauses<'r, 'a>(&'r mut [Option<BoxOp<'a, usize>>]);
+impl<T> Sealed for Clauses<'_, '_, T> {}
 
-/// Stands in for a clause that already committed: never commits, and
-/// commits nothing remotely (a round over mailbox receives stays
-/// exclusive).
-struct Spent;
-
-impl Sealed for Spent {}
-
-impl Op for Spent {
-    type Output = usize;
-
-    fn commits_remotely(&self) -> bool {
-        false
-    }
-
-    fn repoll(self: Pin<&mut Self>, _cx: BlockCx<'_>) {}
-
-    fn try_now(self: Pin<&mut Self>) -> Option<usize> {
-        None
-    }
-
-    fn block(self: Pin<&mut Self>, _cx: BlockCx<'_>) {}
-
-    fn finish(self: Pin<&mut Self>, _leaf: usize) -> usize {
-        unreachable!("a spent clause committed")
-    }
-
-    fn abandon(self: Pin<&mut Self>, _leaf: usize) {}
-
-    fn withdraw(self: Pin<&mut Self>) {}
-}
-
-impl Sealed for Clauses<'_, '_> {}
-
-impl Branches for Clauses<'_, '_> {
-    type Output = usize;
+impl<T> Branches for Clauses<'_, '_, T> {
+    type Output = T;
 
     fn count(&self) -> usize {
         self.0.len()
     }
 
-    fn branch(&self, i: usize) -> &dyn Op<Output = usize> {
+    fn branch(&self, i: usize) -> &dyn Op<Output = T> {
         match &self.0[i] {
             Some(op) => op,
-            None => &Spent,
+            // Zero-sized: leaking it allocates nothing.
+            None => Box::leak(Box::new(never::<T>())),
         }
     }
 
-    fn branch_mut(self: Pin<&mut Self>, i: usize) -> Pin<&mut dyn Op<Output = usize>> {
+    fn branch_mut(self: Pin<&mut Self>, i: usize) -> Pin<&mut dyn Op<Output = T>> {
         match &mut self.get_mut().0[i] {
             Some(op) => op.as_pin_mut(),
-            // A zero-sized value: leaking it allocates nothing.
             None => {
-                let spent: Pin<&mut Spent> = Pin::new(Box::leak(Box::new(Spent)));
+                let spent: Pin<&mut Never<T>> = Pin::new(Box::leak(Box::new(never::<T>())));
                 spent
             }
         }
