@@ -224,7 +224,7 @@ impl<T> Chan<T> {
                 // SAFETY: we claimed (or are unpublished), so `mine` is ours;
                 // we won the receiver's opstate (`BUSY`), so its slot is ours.
                 unsafe { put(w.slot(), take(mine).expect("sender's value")) };
-                return Sent::Done(w.op().finish_remote(w.leaf()));
+                return Sent::Done(w.finish());
             }
             Found::SelfSynced => return Sent::SelfSynced,
             Found::Nobody => {}
@@ -268,7 +268,7 @@ impl<T> Chan<T> {
             Found::Partner(w) => {
                 // SAFETY: claimed or unpublished (`mine`); won `BUSY` (theirs).
                 unsafe { put(mine, take(w.slot()).expect("sender's value")) };
-                return Received::Done(w.op().finish_remote(w.leaf()));
+                return Received::Done(w.finish());
             }
             Found::SelfSynced => return Received::SelfSynced,
             Found::Nobody => {}
@@ -300,7 +300,7 @@ impl<T> Chan<T> {
                 // SAFETY: we won the sender's opstate (`BUSY`).
                 st.buf
                     .push_back(unsafe { take(w.slot()) }.expect("sender's value"));
-                w.op().finish_remote(w.leaf())
+                w.finish()
             }
             Found::Nobody | Found::SelfSynced => None,
         }
@@ -318,7 +318,7 @@ impl<T> Chan<T> {
             } else if let Found::Partner(w) = st.recvq.find_partner(Seeker::FREE) {
                 // SAFETY: `slot` is ours; we won the receiver's `BUSY`.
                 unsafe { put(w.slot(), take(&slot).expect("rescued value")) };
-                w.op().finish_remote(w.leaf())
+                w.finish()
             } else {
                 // SAFETY: `slot` is a local nobody else sees.
                 st.buf

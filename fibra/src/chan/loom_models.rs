@@ -212,3 +212,105 @@ fn loom_choice_never_meets_itself() {
         other.join().unwrap().unwrap();
     });
 }
+
+// Plain waits (`Sender::send`, `Receiver::recv` awaited outside any choice)
+// publish plain records, which partners commit without a compare-and-swap,
+// holding only the channel's lock (`op/waiter.rs`, "Plain records").
+
+/// A waker that unparks a model thread, for models that poll by hand.
+struct Unpark(loom::thread::Thread);
+
+impl std::task::Wake for Unpark {
+    fn wake(self: std::sync::Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &std::sync::Arc<Self>) {
+        self.0.unpark();
+    }
+}
+
+#[test]
+fn loom_plain_recv_is_committed_by_a_choosing_sender() {
+    model(|| {
+        let (tx, rx) = channel::<u32>();
+        let (_other_tx, other_rx) = channel::<u32>();
+        let s = thread::spawn(move || {
+            choose((
+                tx.send_op(5).wrap(|r| r.is_ok()),
+                other_rx.recv_op().wrap(|_| false),
+            ))
+            .perform()
+        });
+        assert_eq!(crate::block_on(rx.recv()), Ok(5));
+        assert!(s.join().unwrap(), "the send branch committed");
+    });
+}
+
+#[test]
+fn loom_plain_send_is_committed_by_a_choosing_receiver() {
+    model(|| {
+        let (tx, rx) = channel::<u32>();
+        let (_other_tx, other_rx) = channel::<u32>();
+        let r = thread::spawn(move || choose((rx.recv_op(), other_rx.recv_op())).perform());
+        assert_eq!(crate::block_on(tx.send(6)), Ok(()));
+        assert_eq!(r.join().unwrap(), Ok(6));
+    });
+}
+
+#[test]
+fn loom_plain_recv_repolled_with_a_new_waker_while_a_sender_commits() {
+    // The second poll replaces the waker under the channel's lock while a
+    // sender may be committing: either the poll sees the value, or the new
+    // waker is the one woken. Never a wake to the old waker only.
+    model(|| {
+        let (tx, rx) = channel::<u32>();
+        let mut fut = pin!(rx.recv());
+        let mut noop = Context::from_waker(Waker::noop());
+        assert!(fut.as_mut().poll(&mut noop).is_pending());
+        let s = thread::spawn(move || tx.send_blocking(8));
+        let waker = Waker::from(std::sync::Arc::new(Unpark(loom::thread::current())));
+        let mut cx = Context::from_waker(&waker);
+        let got = loop {
+            match fut.as_mut().poll(&mut cx) {
+                Poll::Ready(v) => break v,
+                // Only the new waker can end this park: a wake to the old
+                // (no-op) one would leave the model deadlocked, which loom
+                // reports.
+                Poll::Pending => loom::thread::park(),
+            }
+        };
+        assert_eq!(got, Ok(8));
+        assert_eq!(s.join().unwrap(), Ok(()));
+    });
+}
+
+#[test]
+fn loom_close_races_plain_send_and_recv() {
+    model(|| {
+        let (tx1, rx1) = channel::<u32>();
+        let (tx2, rx2) = channel::<u32>();
+        let r = thread::spawn(move || crate::block_on(rx1.recv()));
+        let s = thread::spawn(move || crate::block_on(tx2.send(5)));
+        drop(tx1);
+        drop(rx2);
+        assert_eq!(r.join().unwrap(), Err(RecvError));
+        assert_eq!(s.join().unwrap(), Err(SendError(5)));
+    });
+}
+
+#[test]
+fn loom_plain_bounded_refill_from_a_plain_sender() {
+    // Capacity 1: the second plain send waits; the receiver's pop refills
+    // the buffer from its plain record. Order is preserved.
+    model(|| {
+        let (tx, rx) = bounded::<u32>(1);
+        let s = thread::spawn(move || {
+            crate::block_on(tx.send(1)).unwrap();
+            crate::block_on(tx.send(2)).unwrap();
+        });
+        assert_eq!(crate::block_on(rx.recv()), Ok(1));
+        assert_eq!(crate::block_on(rx.recv()), Ok(2));
+        s.join().unwrap();
+    });
+}

@@ -30,10 +30,12 @@
 pub(crate) mod core;
 mod errors;
 mod ops;
+mod plain;
 mod stream;
 
 pub use errors::{RecvError, SendError, SendTimeoutError, TryRecvError, TrySendError};
 pub use ops::{RecvOp, SendOp};
+pub use plain::{Recv, Send};
 
 use crate::loom::Arc;
 use crate::op::{Op, Perform};
@@ -126,8 +128,8 @@ impl<T> Sender<T> {
     /// assert_eq!(tx.send("bye").await.unwrap_err().into_inner(), "bye");
     /// # });
     /// ```
-    pub fn send(&self, value: T) -> Perform<SendOp<'_, T>> {
-        Perform::new(self.send_op(value))
+    pub fn send(&self, value: T) -> Send<'_, T> {
+        Send::new(ChanRef::borrowed(&self.chan), value)
     }
 
     /// The op of sending `value`, for choices: see [`Sender::send`].
@@ -312,8 +314,8 @@ impl<T> Receiver<T> {
     /// assert_eq!(rx.recv().await, Err(fibra::RecvError));
     /// # });
     /// ```
-    pub fn recv(&self) -> Perform<RecvOp<'_, T>> {
-        Perform::new(self.recv_op())
+    pub fn recv(&self) -> Recv<'_, T> {
+        Recv::new(ChanRef::borrowed(&self.chan))
     }
 
     /// The op of receiving a value, for choices: see [`Receiver::recv`].

@@ -212,6 +212,42 @@ impl OpState {
         waker
     }
 
+    /// Remote, committing the record of a *plain* wait (a single-branch
+    /// future such as `chan::Recv`, which nobody but the holder of its
+    /// resource's lock can commit or withdraw): `W -> SYNCED(0)` with no
+    /// compare-and-swap, after the payload is in place. Returns the owner's
+    /// waker. The caller holds the lock of the queue the record was in, and
+    /// took the record out of it: that lock is what excludes the owner (see
+    /// `waiter.rs`, "Plain records"). Release pairs with the owner's
+    /// Acquire `load`.
+    #[must_use = "the owner must be woken"]
+    pub(crate) fn finish_plain(&self) -> Option<Waker> {
+        debug_assert_eq!(self.load(), Seen::Waiting);
+        // SAFETY: the owner touches the waker of a published plain wait
+        // only under the queue's lock, which we hold.
+        let waker = self.waker.with_mut(|w| unsafe { (*w).take() });
+        self.state.store(synced(0), Ordering::Release);
+        waker
+    }
+
+    /// Owner of a plain wait whose record is still queued: replaces the
+    /// waker.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds the lock of the queue that holds the record, and
+    /// the record is still in it (so nobody committed it).
+    pub(crate) unsafe fn replace_waker_plain(&self, waker: &Waker) {
+        // SAFETY: the caller's contract: remote parties touch the waker of
+        // a plain record only under that lock, after taking the record out.
+        self.waker.with_mut(|w| unsafe {
+            match &mut *w {
+                Some(old) if old.will_wake(waker) => {}
+                slot => *slot = Some(waker.clone()),
+            }
+        });
+    }
+
     /// Owner, when its perform is dropped: `W -> X`, or waits out a commit in
     /// flight and reports the branch that committed.
     pub(crate) fn cancel(&self) -> Result<(), usize> {

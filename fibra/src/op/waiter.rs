@@ -8,11 +8,27 @@
 //! Queues are plain `VecDeque`s: records are pushed at the back, matched from
 //! the front (FIFO fairness among waiters), and stale records (their opstate
 //! already committed or cancelled) are dropped lazily by whoever meets them.
+//!
+//! # Plain records
+//!
+//! A record published by a *plain* wait (a future with a single branch that
+//! is in no choice, such as `chan::Recv`; `leaf == PLAIN`) is never stale
+//! and never claimed: its owner cannot commit itself elsewhere, and it
+//! withdraws by taking the queue's lock and removing the record (if the
+//! record is gone, a partner committed it). So whoever holds the lock and
+//! finds a plain record may commit it outright: no compare-and-swap on its
+//! opstate (one atomic read-modify-write less per message), no `BUSY` —
+//! the partner writes the payload, then `SYNCED` (Release), all before it
+//! releases the lock. The owner reads its slot and waker only after it saw
+//! `SYNCED` (Acquire), or under the lock while its record is still queued.
 
 use super::state::{Commit, OpState, Seen};
 use crate::loom::spin_wait;
 use std::collections::VecDeque;
 use std::ptr::NonNull;
+
+/// The `leaf` of a plain record (module docs).
+const PLAIN: usize = usize::MAX;
 
 /// A published branch of some perform, with a pointer to its payload slot `S`.
 pub(crate) struct Waiter<S> {
@@ -47,10 +63,40 @@ impl<S> Waiter<S> {
     /// closing resource, a fired timer); `None` if it was stale. Returns the
     /// owner's waker, to be woken after every lock is released.
     pub(crate) fn commit(self) -> Option<std::task::Waker> {
+        if self.is_plain() {
+            return self.op().finish_plain();
+        }
         if self.op().commit_spinning(self.leaf) {
             self.op().finish_remote(self.leaf)
         } else {
             None
+        }
+    }
+
+    /// Whether this is a plain record (module docs).
+    fn is_plain(&self) -> bool {
+        self.leaf == PLAIN
+    }
+
+    /// Completes the commit of a record won by `find_partner`, once the
+    /// payload is in place: `SYNCED`. Returns the owner's waker, to be woken
+    /// after every lock is released.
+    #[must_use = "the owner must be woken"]
+    pub(crate) fn finish(&self) -> Option<std::task::Waker> {
+        if self.is_plain() {
+            self.op().finish_plain()
+        } else {
+            self.op().finish_remote(self.leaf)
+        }
+    }
+
+    /// Moves the record's opstate to `BUSY` (a choice) or nothing at all (a
+    /// plain record, which the queue's lock already gives us).
+    fn try_commit(&self) -> Commit {
+        if self.is_plain() {
+            Commit::Won
+        } else {
+            self.op().try_commit(self.leaf)
         }
     }
 
@@ -197,6 +243,20 @@ impl<S> WaitQueue<S> {
         reg
     }
 
+    /// Publishes a plain record (module docs) and returns its
+    /// registration.
+    pub(crate) fn push_plain(&mut self, op: &OpState, slot: &S) -> Registration {
+        let w = Waiter::new(op, PLAIN, slot);
+        let reg = w.registration();
+        self.records.push_back(w);
+        reg
+    }
+
+    /// Whether the record `reg` is still queued.
+    pub(crate) fn contains(&self, reg: Registration) -> bool {
+        self.records.iter().rev().any(|w| w.is(reg))
+    }
+
     /// Removes the record `reg`, if still queued (a committer may have
     /// removed it already).
     pub(crate) fn remove(&mut self, reg: Registration) -> Option<Waiter<S>> {
@@ -223,7 +283,7 @@ impl<S> WaitQueue<S> {
                 if seeker.claim().is_err() {
                     return Found::SelfSynced;
                 }
-                if w.op().try_commit(w.leaf) == Commit::Won {
+                if w.try_commit() == Commit::Won {
                     let w = self.records.pop_front().expect("the front record");
                     return Found::Partner(w);
                 }
@@ -248,7 +308,7 @@ impl<S> WaitQueue<S> {
             if let Err(_seen) = seeker.claim() {
                 return Found::SelfSynced;
             }
-            match w.op().try_commit(w.leaf) {
+            match w.try_commit() {
                 Commit::Won => return Found::Partner(self.take(i)),
                 Commit::Stale => {
                     seeker.unclaim();

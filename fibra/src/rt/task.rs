@@ -4,18 +4,38 @@
 //!
 //! | bit | set by | meaning |
 //! |---|---|---|
-//! | `NOTIFIED` | `wake` (any thread), `spawn` | the task must be polled again: it is in a run queue, or it is running and will be requeued when its poll ends |
-//! | `RUNNING` | the worker polling it | exactly one worker owns the future |
+//! | `NOTIFIED` | `wake` (any thread) | woken while `RUNNING`: the holder of `RUNNING` must poll it again |
+//! | `RUNNING` | `spawn`, a wake of an idle task | exactly one party owns the future: a run queue entry, then the worker that took it from the queue and polls it |
 //! | `COMPLETE` | the runner (or shutdown) | the future is gone and the output is in `join` |
 //! | `ABORT` | `JoinHandle::abort` | cancel at the next scheduling point |
 //!
-//! A wake that sets `NOTIFIED` on a task that was neither notified nor running
-//! is the one (and only) party that puts it in a run queue; a wake during a
-//! poll only sets the bit and the runner requeues it (at the back of the local
-//! queue: a task that wakes itself yields). Wakes after `COMPLETE` do nothing.
+//! A wake of an idle task (neither `RUNNING` nor `COMPLETE`) takes `RUNNING`
+//! for the queue entry it pushes: it is the one (and only) party that puts
+//! the task in a run queue, and the worker that pops the entry inherits
+//! `RUNNING` without an atomic read-modify-write. A wake of a queued or
+//! running task only sets `NOTIFIED`, and the runner requeues it after its
+//! poll (at the back of the local queue: a task that wakes itself yields).
+//! Wakes after `COMPLETE` do nothing.
 //!
 //! The future cell is touched only by the holder of `RUNNING`, or by runtime
 //! shutdown after every worker has stopped.
+//!
+//! # The run's reference, donated to the first waker clone
+//!
+//! A run owns one reference to its task (the run queue's). The common wait
+//! is a poll that clones its waker once (into an op's record) and returns
+//! `Pending`: naively a reference count increment at the clone and a
+//! decrement when the run drops its reference, two atomic read-modify-writes
+//! that cancel out. Instead the run *donates* its reference to that first
+//! clone ([`DONATE`]): the clone takes no new reference, and the run then
+//! forgets its own. This is sound only while something else keeps the task
+//! alive until the run is over, since the clone may be dropped (on any
+//! thread) while the run still uses the task: the registry does, for a task
+//! that registered in an earlier run (it holds a reference until
+//! `complete`, which only the holder of `RUNNING` calls). So only
+//! registered tasks donate. If the run must keep going with its reference
+//! after a donation (the task finished, or must be queued again), it takes
+//! a new one first, still covered by the registry's.
 //!
 //! # Join state (`Task::join`, under its lock)
 //!
@@ -30,6 +50,7 @@ use crate::loom::{AtomicUsize, Lock, Ordering, UnsafeCell};
 use crate::op::BlockCx;
 use crate::op::waiter::{Registration, WaitQueue};
 use std::any::Any;
+use std::cell::Cell;
 use std::fmt;
 use std::future::Future;
 use std::mem::ManuallyDrop;
@@ -37,6 +58,12 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, RawWaker, RawWakerVTable, Waker};
+
+thread_local! {
+    /// The task whose run on this thread may donate its reference to the
+    /// first clone of its waker (module docs), or null.
+    static DONATE: Cell<*const ()> = const { Cell::new(std::ptr::null()) };
+}
 
 const NOTIFIED: usize = 1;
 const RUNNING: usize = 2;
@@ -148,25 +175,45 @@ pub(crate) enum AfterPoll {
 }
 
 impl TaskState {
-    /// A new task, `NOTIFIED` (its spawner queues it).
+    /// A new task: `RUNNING`, owned by the run queue entry its spawner
+    /// pushes.
     pub(crate) fn new() -> Self {
-        Self(AtomicUsize::new(NOTIFIED))
+        Self(AtomicUsize::new(RUNNING))
     }
 
-    /// Sets `NOTIFIED`; returns whether the caller must queue the task.
+    /// A wake: takes `RUNNING` for a run queue entry if the task was idle
+    /// (returns `true`: the caller must queue it), else sets `NOTIFIED`
+    /// (whoever holds `RUNNING` runs it again).
     ///
     /// Always a read-modify-write, never an early return on a plain load:
     /// the waker wrote the condition the task waits for (an opstate's
-    /// `SYNCED`) just before, and a plain load could read a stale `NOTIFIED`
-    /// while the runner, having just taken the task off its queue, misses
-    /// that condition (store buffering) — a lost wake-up. With the RMW,
-    /// either the runner's `start_run` comes later in the state word's
-    /// order and acquires our Release (it sees the condition), or it came
-    /// earlier and we see `RUNNING` without `NOTIFIED` and make it requeue.
-    /// (loom model `loom_wake_racing_the_start_of_a_run_is_not_lost`.)
+    /// `SYNCED`) just before, and a plain load could read a stale `RUNNING`
+    /// while the runner, finishing its poll, has already missed that
+    /// condition (store buffering) — a lost wake-up. With the RMW, either
+    /// the runner's `end_run_pending` comes later in the state word's order
+    /// and sees our `NOTIFIED`, or it came earlier and we see the task idle
+    /// and queue it. (loom models `loom_wake_during_poll_is_never_lost_nor_doubled`
+    /// and `loom_wake_racing_the_start_of_a_run_is_not_lost`.)
     pub(crate) fn notify(&self) -> bool {
-        let prev = self.0.fetch_or(NOTIFIED, Ordering::AcqRel);
-        prev & (NOTIFIED | RUNNING | COMPLETE) == 0
+        let mut s = self.0.load(Ordering::Relaxed);
+        loop {
+            let (new, queue) = if s & (RUNNING | COMPLETE) == 0 {
+                (s | RUNNING, true)
+            } else {
+                (s | NOTIFIED, false)
+            };
+            // AcqRel: Release publishes the condition we wake for to
+            // whoever acquires the word next (the runner); Acquire on the
+            // queueing path orders the previous run's release of the
+            // future before our queue entry's run.
+            match self
+                .0
+                .compare_exchange_weak(s, new, Ordering::AcqRel, Ordering::Relaxed)
+            {
+                Ok(_) => return queue,
+                Err(actual) => s = actual,
+            }
+        }
     }
 
     /// Requests an abort; the caller then `notify`s.
@@ -174,24 +221,50 @@ impl TaskState {
         self.0.fetch_or(ABORT, Ordering::AcqRel);
     }
 
-    /// Runner, taking the task from a queue: `NOTIFIED -> RUNNING`. Returns
-    /// `None` if already complete, else whether an abort was requested.
+    /// Runner, taking the task from a queue (whose entry owns `RUNNING`).
+    /// Returns `None` if already complete, else whether an abort was
+    /// requested.
+    ///
+    /// Usually a plain load, no read-modify-write: the queue hand-off
+    /// already ordered the waker's writes before this run. `NOTIFIED` set
+    /// now means a wake came while the task sat in the queue; clearing it
+    /// (an RMW, which acquires that waker's writes) saves a needless second
+    /// run. A wake that lands after our load sets `NOTIFIED` again, which
+    /// `end_run_pending` sees.
     pub(crate) fn start_run(&self) -> Option<bool> {
-        let s = self.0.fetch_xor(NOTIFIED | RUNNING, Ordering::AcqRel);
-        debug_assert_eq!(
-            s & (NOTIFIED | RUNNING),
-            NOTIFIED,
-            "run of a task not queued"
-        );
+        let mut s = self.0.load(Ordering::Acquire);
+        debug_assert!(s & RUNNING != 0, "run of a task not queued");
+        if s & NOTIFIED != 0 {
+            s = self.0.fetch_and(!NOTIFIED, Ordering::AcqRel);
+        }
         if s & COMPLETE != 0 {
             return None;
         }
         Some(s & ABORT != 0)
     }
 
-    /// Runner, after a `Pending` poll: releases `RUNNING`.
+    /// Runner, after a `Pending` poll: releases `RUNNING`, or, if woken
+    /// during the poll, keeps it for the queue entry the runner pushes
+    /// again (clearing `NOTIFIED`).
     pub(crate) fn end_run_pending(&self) -> AfterPoll {
-        let s = self.0.fetch_and(!RUNNING, Ordering::AcqRel);
+        let mut s = self.0.load(Ordering::Relaxed);
+        loop {
+            let new = if s & NOTIFIED != 0 {
+                s & !NOTIFIED
+            } else {
+                s & !RUNNING
+            };
+            // AcqRel: Release hands the future (our poll's writes) to the
+            // next runner; Acquire sees the writes of a wake that set
+            // `NOTIFIED`.
+            match self
+                .0
+                .compare_exchange_weak(s, new, Ordering::AcqRel, Ordering::Relaxed)
+            {
+                Ok(_) => break,
+                Err(actual) => s = actual,
+            }
+        }
         if s & NOTIFIED != 0 {
             // A wake during the poll saw RUNNING and left the queueing to us.
             return AfterPoll::Requeue;
@@ -260,6 +333,15 @@ where
         })
     }
 
+    /// After a donation (module docs): a new reference for the run, which
+    /// still holds `self` (the donated one, about to be forgotten or
+    /// dropped as its own).
+    fn take_back_reference(self: &Arc<Self>) {
+        // SAFETY: the task is alive (the registry holds a reference through
+        // this run); the increment pairs with the drop of `self` later.
+        unsafe { Arc::increment_strong_count(Arc::as_ptr(self)) };
+    }
+
     fn wake_arc(self: Arc<Self>) {
         if self.state.notify() {
             Shared::schedule(self);
@@ -309,7 +391,10 @@ where
         self.future.with_mut(|p| unsafe { &mut *p })
     }
 
-    fn poll_once(self: &Arc<Self>) -> Option<Result<F::Output, JoinError>> {
+    /// Polls the future once. With `donate`, the first clone of the waker
+    /// made on this thread during the poll takes over the run's reference
+    /// (module docs); the second result says whether that happened.
+    fn poll_once(self: &Arc<Self>, donate: bool) -> (Option<Result<F::Output, JoinError>>, bool) {
         // A waker borrowing our reference: no refcount traffic per poll.
         let raw = RawWaker::new(Arc::as_ptr(self).cast(), waker_vtable::<F>());
         // SAFETY: the vtable's functions treat the data pointer as an
@@ -319,15 +404,25 @@ where
         let mut cx = Context::from_waker(&waker);
         // SAFETY: we hold `RUNNING`.
         let slot = unsafe { self.future_mut() };
-        let fut = slot.as_mut()?;
+        let Some(fut) = slot.as_mut() else {
+            return (None, false);
+        };
         // SAFETY: the future lives in the task allocation and is never moved
         // out of its slot; it is dropped in place.
         let fut = unsafe { Pin::new_unchecked(fut) };
-        match catch_unwind(AssertUnwindSafe(|| fut.poll(&mut cx))) {
+        let me: *const () = Arc::as_ptr(self).cast();
+        if donate {
+            DONATE.set(me);
+        }
+        let polled = catch_unwind(AssertUnwindSafe(|| fut.poll(&mut cx)));
+        // Taken by a clone (null), or still ours: either way, no more.
+        let donated = donate && DONATE.replace(std::ptr::null()).is_null();
+        let result = match polled {
             Ok(Poll::Pending) => None,
             Ok(Poll::Ready(v)) => Some(Ok(v)),
             Err(payload) => Some(Err(JoinError::Panicked(payload))),
-        }
+        };
+        (result, donated)
     }
 }
 
@@ -341,11 +436,18 @@ where
         let Some(aborted) = self.state.start_run() else {
             return;
         };
-        let result = if aborted {
-            Some(Err(JoinError::Cancelled))
+        // Registered: the registry keeps the task alive through this run,
+        // so the run may donate its reference (module docs).
+        let donate = self.registry_slot.is_registered();
+        let (result, donated) = if aborted {
+            (Some(Err(JoinError::Cancelled)), false)
         } else {
-            self.poll_once()
+            self.poll_once(donate)
         };
+        if donated && result.is_some() {
+            // Finishing needs a reference of our own again.
+            self.take_back_reference();
+        }
         match result {
             Some(output) => {
                 // Drop the future before publishing completion (its drop may
@@ -370,7 +472,18 @@ where
                 // Release the future; if woken during the poll (or asked to
                 // abort), go again, at the back of the queue.
                 if self.state.end_run_pending() == AfterPoll::Requeue {
+                    if donated {
+                        // Woken during the poll, so we queue it: until then
+                        // nobody else runs or completes it, and the
+                        // registry's reference covers this one.
+                        self.take_back_reference();
+                    }
                     Shared::schedule_yield(self);
+                } else if donated {
+                    // Our reference belongs to the waker clone now. `self`
+                    // must not be touched any more: the task may already be
+                    // running elsewhere.
+                    std::mem::forget(self);
                 }
             }
         }
@@ -415,8 +528,14 @@ where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
-    // SAFETY: `p` is an `Arc<Task<F>>` data pointer with a live reference.
-    unsafe { Arc::increment_strong_count(p.cast::<Task<F>>()) };
+    // The first clone during a donating run takes over the run's reference
+    // (module docs): no new one.
+    if DONATE.get() == p {
+        DONATE.set(std::ptr::null());
+    } else {
+        // SAFETY: `p` is an `Arc<Task<F>>` data pointer with a live reference.
+        unsafe { Arc::increment_strong_count(p.cast::<Task<F>>()) };
+    }
     RawWaker::new(p, waker_vtable::<F>())
 }
 
@@ -525,5 +644,164 @@ where
             j.output.take()
         };
         drop(out);
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    //! The run's reference donation (module docs) must keep every count
+    //! exact: a task's memory (which holds the runtime's `Shared`) is freed
+    //! once all its references are gone, and never before (the latter is
+    //! what the AddressSanitizer run of the whole suite checks).
+
+    use crate::Runtime;
+    use std::future::poll_fn;
+    use std::sync::{Arc, Mutex};
+    use std::task::{Poll, Waker};
+
+    /// Runs `f` on both flavours and checks that, once the runtime and
+    /// everything `f` returns are dropped, nothing holds the runtime's
+    /// shared state: no task reference leaked.
+    fn no_reference_leaks(f: impl Fn(&Runtime) -> Vec<Waker>) {
+        for rt in [
+            Runtime::builder().current_thread().build().unwrap(),
+            Runtime::builder().workers(2).build().unwrap(),
+        ] {
+            let shared = Arc::downgrade(&rt.shared);
+            let stashed = f(&rt);
+            drop(rt);
+            drop(stashed);
+            assert!(
+                shared.upgrade().is_none(),
+                "a task reference leaked (the runtime's shared state is still alive)"
+            );
+        }
+    }
+
+    /// Waits `n` times on a rendezvous channel, each wait cloning the
+    /// waker into a record: from the second run on, every run donates.
+    #[test]
+    fn donated_references_of_waiting_tasks_are_all_returned() {
+        no_reference_leaks(|rt| {
+            let (tx, rx) = crate::channel::<u32>();
+            let sum = rt.block_on(async move {
+                let rx_task = crate::spawn(async move {
+                    let mut sum = 0;
+                    while let Ok(v) = rx.recv().await {
+                        sum += v;
+                    }
+                    sum
+                });
+                for i in 0..1000 {
+                    tx.send(i).await.unwrap();
+                }
+                drop(tx);
+                rx_task.await.unwrap()
+            });
+            assert_eq!(sum, 999 * 1000 / 2);
+            Vec::new()
+        });
+    }
+
+    /// Runs that could donate but clone no waker (a task woken again and
+    /// again through one clone kept elsewhere) keep their reference.
+    #[test]
+    fn runs_that_clone_no_waker_keep_their_reference() {
+        no_reference_leaks(|rt| {
+            let polls = rt.block_on(async {
+                let kept: Arc<Mutex<Option<Waker>>> = Arc::default();
+                let waker_slot = kept.clone();
+                let target = crate::spawn(async move {
+                    let mut polls = 0;
+                    poll_fn(|cx| {
+                        polls += 1;
+                        if polls == 1 {
+                            *waker_slot.lock().unwrap() = Some(cx.waker().clone());
+                        }
+                        if polls == 100 {
+                            return Poll::Ready(polls);
+                        }
+                        Poll::Pending
+                    })
+                    .await
+                });
+                let waker = loop {
+                    if let Some(w) = kept.lock().unwrap().take() {
+                        break w;
+                    }
+                    crate::yield_now().await;
+                };
+                while !target.is_finished() {
+                    waker.wake_by_ref();
+                    crate::yield_now().await;
+                }
+                target.await.unwrap()
+            });
+            assert_eq!(polls, 100);
+            Vec::new()
+        });
+    }
+
+    /// A poll that clones its waker and wakes it (by value) before
+    /// returning `Pending`: the donated clone is consumed during the run,
+    /// which must then queue the task with a reference of its own.
+    #[test]
+    fn a_task_woken_by_its_donated_clone_during_the_poll_is_requeued() {
+        no_reference_leaks(|rt| {
+            let polls = rt.block_on(async {
+                crate::spawn(async {
+                    let mut polls = 0;
+                    poll_fn(|cx| {
+                        polls += 1;
+                        if polls == 50 {
+                            return Poll::Ready(polls);
+                        }
+                        // The clone is the point: it takes the donation.
+                        #[allow(clippy::waker_clone_wake)]
+                        cx.waker().clone().wake();
+                        Poll::Pending
+                    })
+                    .await
+                })
+                .await
+                .unwrap()
+            });
+            assert_eq!(polls, 50);
+            Vec::new()
+        });
+    }
+
+    /// A poll that keeps a clone of its waker and then finishes (or
+    /// panics): the run takes a reference back to complete, and the clone
+    /// still holds its own (dropped after the runtime here).
+    #[test]
+    fn a_task_that_finishes_after_a_donation_keeps_counts_exact() {
+        no_reference_leaks(|rt| {
+            let stash = Arc::new(Mutex::new(Vec::new()));
+            for panics in [false, true] {
+                let stash = stash.clone();
+                let out = rt.block_on(async move {
+                    crate::spawn(async move {
+                        // Wait once so the task registers; from then on
+                        // its runs donate.
+                        crate::yield_now().await;
+                        let (tx, rx) = crate::channel::<()>();
+                        let waiter = crate::spawn(async move { rx.recv().await });
+                        crate::yield_now().await;
+                        poll_fn(|cx| {
+                            stash.lock().unwrap().push(cx.waker().clone());
+                            Poll::Ready(())
+                        })
+                        .await;
+                        tx.send(()).await.unwrap();
+                        waiter.await.unwrap().unwrap();
+                        assert!(!panics, "a panic after a donation");
+                    })
+                    .await
+                });
+                assert_eq!(out.is_err(), panics);
+            }
+            std::mem::take(&mut *stash.lock().unwrap())
+        });
     }
 }
