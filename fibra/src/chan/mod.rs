@@ -129,7 +129,7 @@ impl<T> Sender<T> {
     /// # });
     /// ```
     pub fn send(&self, value: T) -> Send<'_, T> {
-        Send::new(ChanRef::borrowed(&self.chan), value)
+        Send::new(&self.chan, value)
     }
 
     /// The op of sending `value`, for choices: see [`Sender::send`].
@@ -315,7 +315,7 @@ impl<T> Receiver<T> {
     /// # });
     /// ```
     pub fn recv(&self) -> Recv<'_, T> {
-        Recv::new(ChanRef::borrowed(&self.chan))
+        Recv::new(&self.chan)
     }
 
     /// The op of receiving a value, for choices: see [`Receiver::recv`].

@@ -29,7 +29,6 @@
 //!   sender committed to it gives the value back to the channel.
 
 use super::core::{Chan, Received, Sent, Slot, take};
-use super::ops::ChanRef;
 use super::{RecvError, SendError};
 use crate::loom::UnsafeCell;
 use crate::op::state::{OpState, Seen};
@@ -56,7 +55,7 @@ enum Phase {
 
 /// The parts of a pinned plain future.
 struct Parts<'p, 'a, T> {
-    chan: &'p ChanRef<'a, T>,
+    chan: &'a Chan<T>,
     state: &'p OpState,
     slot: &'p Slot<T>,
     phase: &'p mut Phase,
@@ -71,6 +70,7 @@ enum Side {
 
 /// Polls a published plain wait: `true` once a partner committed it (its
 /// payload is in place), `false` (waker refreshed) while it waits.
+#[inline]
 fn poll_waiting<T>(
     chan: &Chan<T>,
     side: Side,
@@ -80,26 +80,36 @@ fn poll_waiting<T>(
 ) -> bool {
     match state.load() {
         Seen::Synced(_) => true,
-        Seen::Waiting => {
-            // Our record is the only way to reach us, and only the holder of
-            // the lock takes it out (then commits it before unlocking).
-            let st = chan.lock();
-            let queue = match side {
-                Side::Send => &st.sendq,
-                Side::Recv => &st.recvq,
-            };
-            if queue.contains(reg) {
-                // SAFETY: we hold the queue's lock and our record is in it.
-                unsafe { state.replace_waker_plain(waker) };
-                return false;
-            }
-            // Committed since we looked; `SYNCED` was stored before the
-            // lock we just took was released.
-            debug_assert!(matches!(state.load(), Seen::Synced(_)));
-            true
-        }
+        Seen::Waiting => still_waiting(chan, side, reg, state, waker),
         seen => unreachable!("a plain wait saw its own opstate {seen:?}"),
     }
+}
+
+/// `poll_waiting` when no commit was seen: looks again under the lock.
+#[inline(never)]
+fn still_waiting<T>(
+    chan: &Chan<T>,
+    side: Side,
+    reg: Registration,
+    state: &OpState,
+    waker: &Waker,
+) -> bool {
+    // Our record is the only way to reach us, and only the holder of the
+    // lock takes it out (then commits it before unlocking).
+    let st = chan.lock();
+    let queue = match side {
+        Side::Send => &st.sendq,
+        Side::Recv => &st.recvq,
+    };
+    if queue.contains(reg) {
+        // SAFETY: we hold the queue's lock and our record is in it.
+        unsafe { state.replace_waker_plain(waker) };
+        return false;
+    }
+    // Committed since we looked; `SYNCED` was stored before the lock we
+    // just took was released.
+    debug_assert!(matches!(state.load(), Seen::Synced(_)));
+    true
 }
 
 /// Withdraws a plain wait being dropped: `true` if its record was still
@@ -122,7 +132,7 @@ fn withdraw<T>(chan: &Chan<T>, side: Side, reg: Registration) -> bool {
 /// In a choice, use [`Receiver::recv_op`](super::Receiver::recv_op).
 #[must_use = "futures do nothing unless polled: .await it"]
 pub struct Recv<'a, T> {
-    chan: ChanRef<'a, T>,
+    chan: &'a Chan<T>,
     state: OpState,
     slot: Slot<T>,
     phase: Phase,
@@ -138,7 +148,7 @@ unsafe impl<T: std::marker::Send> Sync for Recv<'_, T> {}
 unsafe impl<T: std::marker::Send> std::marker::Send for Recv<'_, T> {}
 
 impl<'a, T> Recv<'a, T> {
-    pub(crate) fn new(chan: ChanRef<'a, T>) -> Self {
+    pub(crate) fn new(chan: &'a Chan<T>) -> Self {
         Self {
             chan,
             state: OpState::new(),
@@ -153,7 +163,7 @@ impl<'a, T> Recv<'a, T> {
         // references to them go out); `phase` is not structurally pinned.
         let this = unsafe { self.get_unchecked_mut() };
         Parts {
-            chan: &this.chan,
+            chan: this.chan,
             state: &this.state,
             slot: &this.slot,
             phase: &mut this.phase,
@@ -173,7 +183,7 @@ impl<T> Future for Recv<'_, T> {
                     cx.waker().wake_by_ref();
                     return Poll::Pending;
                 }
-                let chan: &Chan<T> = p.chan;
+                let chan = p.chan;
                 let mut st = chan.lock();
                 // SAFETY: unpublished: the slot is ours.
                 match unsafe { chan.recv_locked(&mut st, p.slot, Seeker::FREE) } {
@@ -217,7 +227,7 @@ impl<T> Drop for Recv<'_, T> {
             return;
         };
         self.phase = Phase::Done;
-        if !withdraw(&self.chan, Side::Recv, reg) {
+        if !withdraw(self.chan, Side::Recv, reg) {
             // SAFETY: committed (`SYNCED` was stored under the lock we
             // took): the partner is done with the slot.
             if let Some(value) = unsafe { take(&self.slot) } {
@@ -245,7 +255,7 @@ impl<T> std::fmt::Debug for Recv<'_, T> {
 /// [`Sender::send_op`](super::Sender::send_op).
 #[must_use = "futures do nothing unless polled: .await it"]
 pub struct Send<'a, T> {
-    chan: ChanRef<'a, T>,
+    chan: &'a Chan<T>,
     state: OpState,
     slot: Slot<T>,
     phase: Phase,
@@ -258,7 +268,7 @@ unsafe impl<T: std::marker::Send> Sync for Send<'_, T> {}
 unsafe impl<T: std::marker::Send> std::marker::Send for Send<'_, T> {}
 
 impl<'a, T> Send<'a, T> {
-    pub(crate) fn new(chan: ChanRef<'a, T>, value: T) -> Self {
+    pub(crate) fn new(chan: &'a Chan<T>, value: T) -> Self {
         Self {
             chan,
             state: OpState::new(),
@@ -272,7 +282,7 @@ impl<'a, T> Send<'a, T> {
         // SAFETY: as for `Recv::parts`.
         let this = unsafe { self.get_unchecked_mut() };
         Parts {
-            chan: &this.chan,
+            chan: this.chan,
             state: &this.state,
             slot: &this.slot,
             phase: &mut this.phase,
@@ -291,7 +301,7 @@ impl<T> Future for Send<'_, T> {
                     cx.waker().wake_by_ref();
                     return Poll::Pending;
                 }
-                let chan: &Chan<T> = p.chan;
+                let chan = p.chan;
                 let mut st = chan.lock();
                 // SAFETY: unpublished: the slot is ours.
                 match unsafe { chan.send_locked(&mut st, p.slot, Seeker::FREE) } {
@@ -332,7 +342,7 @@ impl<T> Drop for Send<'_, T> {
             return;
         };
         self.phase = Phase::Done;
-        withdraw(&self.chan, Side::Send, reg);
+        withdraw(self.chan, Side::Send, reg);
         // If it was not queued any more, a receiver took the value, or every receiver went and the
         // value drops with the slot: nothing to give back.
     }

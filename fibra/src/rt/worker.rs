@@ -60,7 +60,7 @@ pub(crate) struct WorkerCtx {
     pub(crate) shared: Arc<Shared>,
     pub(crate) index: usize,
     local: Deque<TaskRef>,
-    next: RefCell<Option<TaskRef>>,
+    next: Cell<Option<TaskRef>>,
     /// Tasks woken by the tasks running here and displaced from `next` (a
     /// producer waking consumers). Not stealable: they talk to the tasks on
     /// this worker through the same channels, and moving them to another
@@ -97,7 +97,7 @@ impl WorkerCtx {
             shared,
             index,
             local,
-            next: RefCell::new(None),
+            next: Cell::new(None),
             hot: RefCell::new(VecDeque::new()),
             streak: Cell::new(0),
             tick: Cell::new(0),
@@ -168,7 +168,7 @@ impl WorkerCtx {
 
     /// Schedules a task woken by the task running here: into `next`.
     pub(crate) fn schedule_next(&self, task: TaskRef) {
-        let displaced = self.next.borrow_mut().replace(task);
+        let displaced = self.next.replace(Some(task));
         if let Some(old) = displaced {
             // A burst of wakes from the running task (a producer feeding
             // consumers): keep them here, next to the channel they share,
@@ -225,7 +225,7 @@ impl WorkerCtx {
                 return Some(t);
             }
         }
-        let next = self.next.borrow_mut().take();
+        let next = self.next.take();
         if let Some(t) = next {
             if self.streak.get() < MAX_NEXT_STREAK {
                 self.streak.set(self.streak.get() + 1);
