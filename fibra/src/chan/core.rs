@@ -11,7 +11,7 @@
 //! * `buf.len() <= cap`, except after a rescue: a received value whose
 //!   perform was dropped after the commit goes back to the *front* of `buf`
 //!   (for a rendezvous channel, `buf` holds only such values).
-//! * `tx_gone` / `rx_gone` are set once, when the last sender / receiver
+//! * `TX_GONE` / `RX_GONE` (in `gone`) are set once, when the last sender / receiver
 //!   handle goes, and every record of the other side is then committed with
 //!   the "disconnected" outcome (its slot left as it was).
 //! * No waker is woken and no user value is dropped while the lock is held.
@@ -57,8 +57,19 @@ pub(crate) struct State<T> {
     buf: VecDeque<T>,
     pub(crate) sendq: WaitQueue<Slot<T>>,
     pub(crate) recvq: WaitQueue<Slot<T>>,
-    tx_gone: bool,
-    rx_gone: bool,
+    /// `hint::TX_GONE` / `hint::RX_GONE`, set once each: kept in the
+    /// hint's own bits so the unlock copies them in one go.
+    gone: usize,
+}
+
+impl<T> State<T> {
+    fn tx_gone(&self) -> bool {
+        self.gone & hint::TX_GONE != 0
+    }
+
+    fn rx_gone(&self) -> bool {
+        self.gone & hint::RX_GONE != 0
+    }
 }
 
 /// Outcome of a send attempt under the lock.
@@ -126,25 +137,12 @@ impl<T> std::ops::DerefMut for Guard<'_, T> {
 impl<T> Drop for Guard<'_, T> {
     fn drop(&mut self) {
         let st = &*self.st;
-        let mut h = 0;
-        if !st.sendq.is_empty() {
-            h |= hint::SENDERS_WAITING;
-        }
-        if !st.recvq.is_empty() {
-            h |= hint::RECEIVERS_WAITING;
-        }
-        if !st.buf.is_empty() {
-            h |= hint::BUFFERED;
-        }
-        if st.buf.len() < self.chan.cap {
-            h |= hint::ROOM;
-        }
-        if st.tx_gone {
-            h |= hint::TX_GONE;
-        }
-        if st.rx_gone {
-            h |= hint::RX_GONE;
-        }
+        // Branch-free: this runs at every unlock.
+        let h = st.gone
+            | usize::from(!st.sendq.is_empty()) * hint::SENDERS_WAITING
+            | usize::from(!st.recvq.is_empty()) * hint::RECEIVERS_WAITING
+            | usize::from(!st.buf.is_empty()) * hint::BUFFERED
+            | usize::from(st.buf.len() < self.chan.cap) * hint::ROOM;
         // Relaxed: a hint only; the lock orders everything that matters.
         self.chan.hint.store(h, Ordering::Relaxed);
     }
@@ -169,8 +167,7 @@ impl<T> Chan<T> {
                 buf: VecDeque::new(),
                 sendq: WaitQueue::default(),
                 recvq: WaitQueue::default(),
-                tx_gone: false,
-                rx_gone: false,
+                gone: 0,
             }),
             cap,
             hint: AtomicUsize::new(if cap > 0 { hint::ROOM } else { 0 }),
@@ -213,7 +210,7 @@ impl<T> Chan<T> {
         mine: &Slot<T>,
         seeker: Seeker<'_>,
     ) -> Sent {
-        if st.rx_gone {
+        if st.rx_gone() {
             return match seeker.claim() {
                 Ok(()) => Sent::Disconnected,
                 Err(_) => Sent::SelfSynced,
@@ -273,7 +270,7 @@ impl<T> Chan<T> {
             Found::SelfSynced => return Received::SelfSynced,
             Found::Nobody => {}
         }
-        if st.tx_gone {
+        if st.tx_gone() {
             return match seeker.claim() {
                 Ok(()) => Received::Disconnected,
                 Err(_) => Received::SelfSynced,
@@ -313,7 +310,7 @@ impl<T> Chan<T> {
         let slot = UnsafeCell::new(Some(value));
         let waker = {
             let mut st = self.lock();
-            if st.rx_gone {
+            if st.rx_gone() {
                 None // undeliverable: dropped below, outside the lock
             } else if let Found::Partner(w) = st.recvq.find_partner(Seeker::FREE) {
                 // SAFETY: `slot` is ours; we won the receiver's `BUSY`.
@@ -337,7 +334,7 @@ impl<T> Chan<T> {
         let mut wakers = Vec::new();
         {
             let mut st = self.lock();
-            st.tx_gone = true;
+            st.gone |= hint::TX_GONE;
             st.recvq.commit_all(&mut wakers);
         }
         wakers.into_iter().for_each(Waker::wake);
@@ -350,7 +347,7 @@ impl<T> Chan<T> {
         let mut wakers = Vec::new();
         let buffered = {
             let mut st = self.lock();
-            st.rx_gone = true;
+            st.gone |= hint::RX_GONE;
             st.sendq.commit_all(&mut wakers);
             std::mem::take(&mut st.buf)
         };
@@ -360,11 +357,11 @@ impl<T> Chan<T> {
 
     pub(crate) fn is_disconnected_for_receivers(&self) -> bool {
         let st = self.lock();
-        st.tx_gone && st.buf.is_empty()
+        st.tx_gone() && st.buf.is_empty()
     }
 
     pub(crate) fn is_disconnected_for_senders(&self) -> bool {
-        self.lock().rx_gone
+        self.lock().rx_gone()
     }
 
     /// Handle counting: Relaxed, like `Arc::clone`: a new handle is made from
