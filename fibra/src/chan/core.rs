@@ -139,10 +139,10 @@ impl<T> Drop for Guard<'_, T> {
         let st = &*self.st;
         // Branch-free: this runs at every unlock.
         let h = st.gone
-            | usize::from(!st.sendq.is_empty()) * hint::SENDERS_WAITING
-            | usize::from(!st.recvq.is_empty()) * hint::RECEIVERS_WAITING
-            | usize::from(!st.buf.is_empty()) * hint::BUFFERED
-            | usize::from(st.buf.len() < self.chan.cap) * hint::ROOM;
+            | (usize::from(!st.sendq.is_empty()) * hint::SENDERS_WAITING)
+            | (usize::from(!st.recvq.is_empty()) * hint::RECEIVERS_WAITING)
+            | (usize::from(!st.buf.is_empty()) * hint::BUFFERED)
+            | (usize::from(st.buf.len() < self.chan.cap) * hint::ROOM);
         // Relaxed: a hint only; the lock orders everything that matters.
         self.chan.hint.store(h, Ordering::Relaxed);
     }
