@@ -437,6 +437,57 @@ fn a_task_whose_mailbox_is_never_empty_cannot_starve_its_worker() {
     });
 }
 
+/// A producer that never blocks (an unbounded channel) is made to yield by
+/// the budget over and over. Those yields keep it on its worker: on the
+/// stealable queue the idle worker would take it, and every message would
+/// cross cores (asymmetric-buffered on 2 workers was 3.4x slower than on
+/// one). Its turns after the first few must all run on one thread, even
+/// with a ticking timer task that keeps waking the other worker (which then
+/// looks for work to steal).
+#[test]
+fn budget_yields_keep_a_producer_on_its_worker() {
+    let rt = Runtime::builder().workers(2).build().unwrap();
+    let threads = rt.block_on(async {
+        let done = Arc::new(AtomicUsize::new(0));
+        let ticking = done.clone();
+        let ticker = fibra::spawn(async move {
+            while ticking.load(Ordering::SeqCst) == 0 {
+                fibra::time::sleep(std::time::Duration::from_micros(100)).await;
+            }
+        });
+        let (tx, rx) = fibra::unbounded::<u64>();
+        let consumer = fibra::spawn(async move {
+            let mut sum = 0;
+            while let Ok(v) = rx.recv().await {
+                sum += v;
+            }
+            sum
+        });
+        let producer = fibra::spawn(async move {
+            let mut threads = Vec::new();
+            for i in 0..1_000_000u64 {
+                tx.send(i).await.unwrap();
+                if i % 1000 == 0 {
+                    threads.push(std::thread::current().id());
+                }
+            }
+            threads
+        });
+        let threads = producer.await.unwrap();
+        assert_eq!(consumer.await.unwrap(), 999_999 * 1_000_000 / 2);
+        done.store(1, Ordering::SeqCst);
+        ticker.await.unwrap();
+        threads
+    });
+    let settled = &threads[10..];
+    assert!(
+        settled.iter().all(|t| *t == settled[0]),
+        "the producer moved between workers: {} of {} turns elsewhere",
+        settled.iter().filter(|t| **t != settled[0]).count(),
+        settled.len()
+    );
+}
+
 /// A task woken just before a current-thread runtime is dropped sits in the
 /// worker's deque; the deque outlived the worker through the runtime's
 /// stealer, and the task held the runtime: a cycle that leaked it. The

@@ -26,6 +26,13 @@ pub(crate) fn unlimited() {
     LEFT.with(|l| l.set(UNLIMITED));
 }
 
+/// Whether the running task used up its budget this turn: a yield it then
+/// makes is the budget's, not its own choice (the runner keeps such a task
+/// on this worker, `WorkerCtx::schedule_hot`).
+pub(crate) fn exhausted() -> bool {
+    LEFT.with(|l| l.get() == 0)
+}
+
 /// Takes one unit; `false` when the task must yield first.
 #[inline]
 pub(crate) fn consume() -> bool {

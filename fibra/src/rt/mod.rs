@@ -98,6 +98,15 @@ impl Shared {
         });
     }
 
+    /// Queues a task that the cooperative budget made yield: behind the
+    /// others, but on this worker (`WorkerCtx::schedule_hot`).
+    fn schedule_budget_yield(task: TaskRef) {
+        with_current(|ctx| match ctx {
+            Some(ctx) if Arc::ptr_eq(&ctx.shared, task.shared()) => ctx.schedule_hot(task),
+            _ => task.shared().clone().inject(task),
+        });
+    }
+
     fn inject(&self, task: TaskRef) {
         if self.is_shutdown() {
             return; // dropped: shutdown cancels it through the registry

@@ -478,7 +478,11 @@ where
                         // registry's reference covers this one.
                         self.take_back_reference();
                     }
-                    Shared::schedule_yield(self);
+                    if super::budget::exhausted() {
+                        Shared::schedule_budget_yield(self);
+                    } else {
+                        Shared::schedule_yield(self);
+                    }
                 } else if donated {
                     // Our reference belongs to the waker clone now. `self`
                     // must not be touched any more: the task may already be

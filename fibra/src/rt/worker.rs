@@ -173,13 +173,23 @@ impl WorkerCtx {
             // A burst of wakes from the running task (a producer feeding
             // consumers): keep them here, next to the channel they share,
             // rather than let another core steal them and fight over it.
-            let mut hot = self.hot.borrow_mut();
-            if hot.len() < HOT_MAX {
-                hot.push_back(old);
-            } else {
-                drop(hot);
-                self.schedule_back(old);
-            }
+            self.schedule_hot(old);
+        }
+    }
+
+    /// Schedules a task that the cooperative budget made yield: at the back
+    /// of the `hot` queue, not the stealable one. Its ops were all ready, so
+    /// it talks to tasks of this worker (a producer filling a buffer for a
+    /// consumer here); on the stealable queue an idle worker would take it
+    /// and make every message cross cores (asymmetric-buffered on 2
+    /// workers: 146 ns/message, 3.4x slower than on one).
+    pub(crate) fn schedule_hot(&self, task: TaskRef) {
+        let mut hot = self.hot.borrow_mut();
+        if hot.len() < HOT_MAX {
+            hot.push_back(task);
+        } else {
+            drop(hot);
+            self.schedule_back(task);
         }
     }
 
