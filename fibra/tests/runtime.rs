@@ -203,6 +203,45 @@ fn shutdown_drops_every_pending_task_exactly_once() {
     }
 }
 
+/// Spawns through a `Handle` on another thread while the runtime drops:
+/// every spawned future is dropped exactly once (by shutdown, whichever side
+/// of the race it landed on), and every handle resolves.
+#[test]
+fn spawns_racing_the_runtime_drop_are_each_dropped_once() {
+    struct CountDrop(Arc<AtomicUsize>);
+    impl Drop for CountDrop {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    for round in 0..200 {
+        let rt = fibra::Runtime::builder().workers(2).build().unwrap();
+        let handle = rt.handle();
+        let drops = Arc::new(AtomicUsize::new(0));
+        let d = drops.clone();
+        let spawner = std::thread::spawn(move || {
+            (0..300)
+                .map(|_| {
+                    let guard = CountDrop(d.clone());
+                    handle.spawn(async move {
+                        let _g = guard;
+                        fibra::yield_now().await;
+                        std::future::pending::<()>().await;
+                    })
+                })
+                .collect::<Vec<_>>()
+        });
+        // Vary where in the spawns the drop lands.
+        std::thread::sleep(Duration::from_micros(50 * (round % 8)));
+        drop(rt);
+        let handles = spawner.join().unwrap();
+        assert_eq!(drops.load(Ordering::SeqCst), 300, "round {round}");
+        for h in handles {
+            assert!(fibra::block_on(h).unwrap_err().is_cancelled());
+        }
+    }
+}
+
 /// Tasks that never ran when the runtime drops (queued in the injector, in
 /// a worker's deque or its `next` slot) are not in the registry (a task
 /// registers at its first `Pending`): shutdown finds them in the queues.

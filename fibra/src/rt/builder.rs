@@ -104,6 +104,8 @@ impl Builder {
             idle: Idle::new(n),
             tasks: Registry::new(),
             shutdown: AtomicBool::new(false),
+            workers_stopped: AtomicBool::new(false),
+            drain_lock: std::sync::Mutex::new(()),
         });
         let mut rt = Runtime {
             shared: shared.clone(),

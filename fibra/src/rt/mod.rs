@@ -61,6 +61,12 @@ pub(crate) struct Shared {
     idle: Idle,
     tasks: Registry,
     shutdown: AtomicBool,
+    /// Set by `Runtime::drop` once every worker thread has stopped: from
+    /// then on nothing runs a task, and shutdown may cancel them.
+    workers_stopped: AtomicBool,
+    /// Serialises `drain_tasks`: the runtime's drop and a spawn racing it
+    /// may both drain, and a task must be cancelled by one of them only.
+    drain_lock: std::sync::Mutex<()>,
 }
 
 impl Shared {
@@ -86,7 +92,9 @@ impl Shared {
     fn schedule<R: Runnable>(task: Arc<R>) {
         with_current(|ctx| match ctx {
             Some(ctx) if Arc::ptr_eq(&ctx.shared, task.shared()) => ctx.schedule_woken(task),
-            _ => task.shared().clone().inject(task),
+            _ => {
+                task.shared().clone().inject(task);
+            }
         });
     }
 
@@ -94,7 +102,9 @@ impl Shared {
     fn schedule_yield(task: TaskRef) {
         with_current(|ctx| match ctx {
             Some(ctx) if Arc::ptr_eq(&ctx.shared, task.shared()) => ctx.schedule_back(task),
-            _ => task.shared().clone().inject(task),
+            _ => {
+                task.shared().clone().inject(task);
+            }
         });
     }
 
@@ -103,16 +113,22 @@ impl Shared {
     fn schedule_budget_yield(task: TaskRef) {
         with_current(|ctx| match ctx {
             Some(ctx) if Arc::ptr_eq(&ctx.shared, task.shared()) => ctx.schedule_hot(task),
-            _ => task.shared().clone().inject(task),
+            _ => {
+                task.shared().clone().inject(task);
+            }
         });
     }
 
-    fn inject(&self, task: TaskRef) {
+    /// Queues a task on the injector; `false` (and the entry dropped) once
+    /// the runtime shuts down: a registered task is then cancelled through
+    /// the registry.
+    fn inject(&self, task: TaskRef) -> bool {
         if self.is_shutdown() {
-            return; // dropped: shutdown cancels it through the registry
+            return false;
         }
         self.injector.push(task);
         self.notify_idle();
+        true
     }
 
     fn spawn<F>(self: &Arc<Self>, future: F) -> JoinHandle<F::Output>
@@ -126,12 +142,29 @@ impl Shared {
         } else {
             // Not registered yet (registry.rs): it is in a run queue until
             // its first `Pending` poll.
-            Shared::schedule_yield(task.clone());
-            // A spawn racing shutdown: `inject` may have dropped it, and
-            // nothing else would cancel it.
-            if self.is_shutdown() {
+            let entry: TaskRef = task.clone();
+            let queued = with_current(|ctx| match ctx {
+                Some(ctx) if Arc::ptr_eq(&ctx.shared, self) => {
+                    ctx.schedule_back(entry);
+                    true
+                }
+                _ => self.inject(entry),
+            });
+            if !queued {
+                // Shutdown began: the entry was dropped, so nobody else
+                // can reach this task to cancel it, nor run it.
                 Runnable::shutdown(&*task);
-                self.drain_tasks();
+            } else if self.is_shutdown() {
+                // A spawn racing the runtime's drop. Its drain, after its
+                // workers stopped, finds our entry — unless it is already
+                // over: then drain again ourselves, now that no worker
+                // runs (never while one may: a cancel must not race a
+                // run). SeqCst fence against the drop's (Dekker): either
+                // its drain sees our push, or we see `workers_stopped`.
+                std::sync::atomic::fence(Ordering::SeqCst);
+                if self.workers_stopped.load(Ordering::SeqCst) {
+                    self.drain_tasks();
+                }
             }
         }
         JoinHandle::new(task)
@@ -143,6 +176,7 @@ impl Shared {
     /// this repeats until both are empty; `shutdown` of a task already shut
     /// down does nothing.
     fn drain_tasks(&self) {
+        let _one_at_a_time = self.drain_lock.lock().unwrap_or_else(|e| e.into_inner());
         loop {
             let mut tasks = self.tasks.drain();
             self.drain_queues(&mut tasks);
@@ -314,6 +348,9 @@ impl Drop for Runtime {
             let _ = t.join();
         }
         self.ct_local = None;
+        self.shared.workers_stopped.store(true, Ordering::SeqCst);
+        // Pairs with the fence of a racing spawn (`Shared::spawn`).
+        std::sync::atomic::fence(Ordering::SeqCst);
         self.shared.drain_tasks();
     }
 }
