@@ -432,7 +432,7 @@ where
     F::Output: Send + 'static,
 {
     fn run(self: Arc<Self>) {
-        // Take ownership of the future: NOTIFIED -> RUNNING.
+        // The queue entry we popped owns `RUNNING`, hence the future.
         let Some(aborted) = self.state.start_run() else {
             return;
         };
