@@ -6,6 +6,16 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+/// Counts its drops: a task's future holding one is dropped exactly when
+/// the count moves.
+struct CountDrop(Arc<AtomicUsize>);
+
+impl Drop for CountDrop {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
 fn flavours() -> Vec<(&'static str, Runtime)> {
     vec![
         (
@@ -68,12 +78,6 @@ fn a_panicking_task_yields_join_error_and_the_runtime_survives() {
 
 #[test]
 fn abort_cancels_a_waiting_task_and_drops_its_future() {
-    struct CountDrop(Arc<AtomicUsize>);
-    impl Drop for CountDrop {
-        fn drop(&mut self) {
-            self.0.fetch_add(1, Ordering::SeqCst);
-        }
-    }
     let drops = Arc::new(AtomicUsize::new(0));
     let rt = Runtime::builder().workers(2).build().unwrap();
     let d = drops.clone();
@@ -174,12 +178,6 @@ fn spawn_outside_a_runtime_panics_with_advice() {
 
 #[test]
 fn shutdown_drops_every_pending_task_exactly_once() {
-    struct CountDrop(Arc<AtomicUsize>);
-    impl Drop for CountDrop {
-        fn drop(&mut self) {
-            self.0.fetch_add(1, Ordering::SeqCst);
-        }
-    }
     for (name, rt) in flavours() {
         let drops = Arc::new(AtomicUsize::new(0));
         let (tx, rx) = fibra::channel::<u32>();
@@ -208,12 +206,6 @@ fn shutdown_drops_every_pending_task_exactly_once() {
 /// of the race it landed on), and every handle resolves.
 #[test]
 fn spawns_racing_the_runtime_drop_are_each_dropped_once() {
-    struct CountDrop(Arc<AtomicUsize>);
-    impl Drop for CountDrop {
-        fn drop(&mut self) {
-            self.0.fetch_add(1, Ordering::SeqCst);
-        }
-    }
     for round in 0..200 {
         let rt = fibra::Runtime::builder().workers(2).build().unwrap();
         let handle = rt.handle();
@@ -247,12 +239,6 @@ fn spawns_racing_the_runtime_drop_are_each_dropped_once() {
 /// registers at its first `Pending`): shutdown finds them in the queues.
 #[test]
 fn shutdown_drops_tasks_that_never_ran_exactly_once() {
-    struct CountDrop(Arc<AtomicUsize>);
-    impl Drop for CountDrop {
-        fn drop(&mut self) {
-            self.0.fetch_add(1, Ordering::SeqCst);
-        }
-    }
     let rt = fibra::Runtime::builder().workers(1).build().unwrap();
     let drops = Arc::new(AtomicUsize::new(0));
     let started = Arc::new(AtomicUsize::new(0));

@@ -21,8 +21,10 @@
 //! A value slot (`Option<T>` in a cell) belongs to one leaf op in a pinned
 //! perform. A sender's slot holds the value to send; a receiver's slot
 //! receives one. A slot is touched only by its owner while the owner's opstate
-//! is unpublished or claimed (`C`), or by the remote party that moved the
-//! owner's opstate to `BUSY` — never by two at once.
+//! is unpublished or claimed (`C`), or by the remote party that won the
+//! owner's record (moved its opstate to `BUSY`, or, for a plain wait's
+//! record, took it out of the queue under the lock: `plain.rs`) — never by
+//! two at once.
 
 use crate::loom::{AtomicUsize, Lock, LockGuard, Ordering, UnsafeCell};
 use crate::op::state::OpState;
@@ -219,7 +221,7 @@ impl<T> Chan<T> {
         match st.recvq.find_partner(seeker) {
             Found::Partner(w) => {
                 // SAFETY: we claimed (or are unpublished), so `mine` is ours;
-                // we won the receiver's opstate (`BUSY`), so its slot is ours.
+                // we won the receiver's record (`find_partner`), so its slot is ours.
                 unsafe { put(w.slot(), take(mine).expect("sender's value")) };
                 return Sent::Done(w.finish());
             }
@@ -263,7 +265,7 @@ impl<T> Chan<T> {
         }
         match st.sendq.find_partner(seeker) {
             Found::Partner(w) => {
-                // SAFETY: claimed or unpublished (`mine`); won `BUSY` (theirs).
+                // SAFETY: claimed or unpublished (`mine`); won their record.
                 unsafe { put(mine, take(w.slot()).expect("sender's value")) };
                 return Received::Done(w.finish());
             }
@@ -294,7 +296,7 @@ impl<T> Chan<T> {
         };
         match st.sendq.find_partner(seeker) {
             Found::Partner(w) => {
-                // SAFETY: we won the sender's opstate (`BUSY`).
+                // SAFETY: we won the sender's record.
                 st.buf
                     .push_back(unsafe { take(w.slot()) }.expect("sender's value"));
                 w.finish()
@@ -313,7 +315,7 @@ impl<T> Chan<T> {
             if st.rx_gone() {
                 None // undeliverable: dropped below, outside the lock
             } else if let Found::Partner(w) = st.recvq.find_partner(Seeker::FREE) {
-                // SAFETY: `slot` is ours; we won the receiver's `BUSY`.
+                // SAFETY: `slot` is ours; we won the receiver's record.
                 unsafe { put(w.slot(), take(&slot).expect("rescued value")) };
                 w.finish()
             } else {

@@ -46,7 +46,8 @@ impl<T> Deref for ChanRef<'_, T> {
     }
 }
 
-fn wake(waker: Option<Waker>) {
+/// Wakes the owner a commit returned, if any (after every lock is released).
+pub(super) fn wake(waker: Option<Waker>) {
     if let Some(w) = waker {
         w.wake();
     }

@@ -2,47 +2,47 @@
 //! and [`Receiver::recv`](super::Receiver::recv), a send or receive that is
 //! not part of a choice.
 //!
-//! They follow the same protocol as a perform of `send_op`/`recv_op` (an
-//! opstate that a partner commits, a record in the channel's wait queue, a
-//! payload slot), but a plain wait has a single branch, which makes three
-//! things simpler:
+//! They follow the protocol of a perform of `send_op`/`recv_op` (an opstate
+//! that a partner commits, a record in the channel's wait queue, a payload
+//! slot), but a plain wait has a single branch, which makes it simpler:
 //!
 //! * The first poll takes the channel's lock once: it tries to commit with
 //!   a partner, and if none is there it publishes its record under the same
 //!   lock, with nothing to retry (nobody could have come in between), and
 //!   without ever claiming its own opstate (an unpublished opstate is
 //!   nobody else's).
+//! * Its record is *plain* (`op/waiter.rs`): a partner holding the lock
+//!   commits it without a compare-and-swap.
 //! * No branch index, no `prepare`/`repoll`, no choice bookkeeping.
-//! * Done or not started: dropping it is a check of one field.
+//!
+//! Both futures are a [`Wait`] plus what they do under the lock and what
+//! they make of the slot at the end.
 //!
 //! # Invariants
 //!
-//! * `published` is `Some` exactly while a record of ours may be in the
+//! * `phase` is `Waiting` exactly while a record of ours may be in the
 //!   channel's queue; the record points at `state` and `slot`, which are
-//!   pinned (`PhantomPinned`) and outlive it: `Drop` cancels the opstate and
-//!   removes the record under the channel's lock (or, if a partner committed
-//!   first, waits for `SYNCED`) before the memory can go.
-//! * `slot` is touched by us only while unpublished or after `SYNCED`, and
-//!   by a partner only while it holds our opstate `BUSY` (`core.rs`).
+//!   pinned (`PhantomPinned`). Dropping a waiting future takes the lock and
+//!   removes the record; if it is gone, a partner committed it and stored
+//!   `SYNCED` before releasing that lock. Either way the memory is ours
+//!   again before it can go.
+//! * `slot` is touched by us only while unpublished, after `SYNCED`, or
+//!   under the lock once the record is out of the queue; by a partner only
+//!   under the lock, while it takes the record out.
 //! * Cancel-safety is that of a perform: a send dropped before it commits
 //!   was not sent (its value drops with it); a receive dropped after a
 //!   sender committed to it gives the value back to the channel.
 
-use super::core::{Chan, Received, Sent, Slot, take};
+use super::core::{Chan, Received, Sent, Slot, State, take};
+use super::ops::wake;
 use super::{RecvError, SendError};
 use crate::loom::UnsafeCell;
 use crate::op::state::{OpState, Seen};
-use crate::op::waiter::{Registration, Seeker};
+use crate::op::waiter::{Registration, Seeker, WaitQueue};
 use std::future::Future;
 use std::marker::PhantomPinned;
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
-
-fn wake(waker: Option<Waker>) {
-    if let Some(w) = waker {
-        w.wake();
-    }
-}
 
 /// Where a plain send or receive is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,74 +53,131 @@ enum Phase {
     Done,
 }
 
-/// The parts of a pinned plain future.
-struct Parts<'p, 'a, T> {
-    chan: &'a Chan<T>,
-    state: &'p OpState,
-    slot: &'p Slot<T>,
-    phase: &'p mut Phase,
-}
-
-/// Which queue of the channel a plain wait's record is in.
+/// Which queue of the channel a plain wait's record goes in.
 #[derive(Clone, Copy)]
 enum Side {
     Send,
     Recv,
 }
 
-/// Polls a published plain wait: `true` once a partner committed it (its
-/// payload is in place), `false` (waker refreshed) while it waits.
-#[inline]
-fn poll_waiting<T>(
-    chan: &Chan<T>,
-    side: Side,
-    reg: Registration,
-    state: &OpState,
-    waker: &Waker,
-) -> bool {
-    match state.load() {
-        Seen::Synced(_) => true,
-        Seen::Waiting => still_waiting(chan, side, reg, state, waker),
-        seen => unreachable!("a plain wait saw its own opstate {seen:?}"),
+impl Side {
+    fn queue<T>(self, st: &mut State<T>) -> &mut WaitQueue<Slot<T>> {
+        match self {
+            Side::Send => &mut st.sendq,
+            Side::Recv => &mut st.recvq,
+        }
     }
 }
 
-/// `poll_waiting` when no commit was seen: looks again under the lock.
-#[inline(never)]
-fn still_waiting<T>(
-    chan: &Chan<T>,
-    side: Side,
-    reg: Registration,
-    state: &OpState,
-    waker: &Waker,
-) -> bool {
-    // Our record is the only way to reach us, and only the holder of the
-    // lock takes it out (then commits it before unlocking).
-    let st = chan.lock();
-    let queue = match side {
-        Side::Send => &st.sendq,
-        Side::Recv => &st.recvq,
-    };
-    if queue.contains(reg) {
-        // SAFETY: we hold the queue's lock and our record is in it.
-        unsafe { state.replace_waker_plain(waker) };
-        return false;
-    }
-    // Committed since we looked; `SYNCED` was stored before the lock we
-    // just took was released.
-    debug_assert!(matches!(state.load(), Seen::Synced(_)));
-    true
+/// What a plain send and a plain receive share.
+struct Wait<'a, T> {
+    chan: &'a Chan<T>,
+    state: OpState,
+    slot: Slot<T>,
+    phase: Phase,
+    _pinned: PhantomPinned,
 }
 
-/// Withdraws a plain wait being dropped: `true` if its record was still
-/// queued (nothing happened), `false` if a partner committed it first.
-fn withdraw<T>(chan: &Chan<T>, side: Side, reg: Registration) -> bool {
-    let mut st = chan.lock();
-    let queue = match side {
-        Side::Send => &mut st.sendq,
-        Side::Recv => &mut st.recvq,
-    };
-    queue.remove(reg).is_some()
+// SAFETY: the slot is only accessed under the protocol above (by the owner
+// through `Pin<&mut Self>`, or by a partner holding the channel's lock), so
+// a shared `&Wait` exposes nothing; values of `T` cross threads, hence
+// `T: Send`.
+unsafe impl<T: std::marker::Send> Sync for Wait<'_, T> {}
+// SAFETY: as above; nothing in it is tied to a thread.
+unsafe impl<T: std::marker::Send> std::marker::Send for Wait<'_, T> {}
+
+impl<'a, T> Wait<'a, T> {
+    fn new(chan: &'a Chan<T>, value: Option<T>) -> Self {
+        Self {
+            chan,
+            state: OpState::new(),
+            slot: UnsafeCell::new(value),
+            phase: Phase::Fresh,
+            _pinned: PhantomPinned,
+        }
+    }
+
+    /// Polls the wait. `attempt` runs under the lock on the first poll, with
+    /// our unpublished slot: `Some(waker)` if it committed (the waker of the
+    /// partner, woken once the lock is released), `None` if nobody is there
+    /// (we publish). Ready with the slot's content once committed.
+    #[inline]
+    fn poll_wait(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        side: Side,
+        attempt: impl FnOnce(&Chan<T>, &mut State<T>, &Slot<T>) -> Option<Option<Waker>>,
+    ) -> Poll<Option<T>> {
+        // SAFETY: `state` and `slot` stay where they are (only shared
+        // references to them go out); `phase` is not structurally pinned.
+        let this = unsafe { self.get_unchecked_mut() };
+        match this.phase {
+            Phase::Fresh => {
+                if !crate::rt::budget::consume() {
+                    // Out of budget on a fibra worker: let the others run.
+                    cx.waker().wake_by_ref();
+                    return Poll::Pending;
+                }
+                let mut st = this.chan.lock();
+                match attempt(this.chan, &mut st, &this.slot) {
+                    Some(waker) => {
+                        drop(st);
+                        wake(waker);
+                    }
+                    None => {
+                        // Nobody can have come since we looked: we hold the
+                        // lock. Publish; the next partner commits us.
+                        this.state.set_waker_unpublished(cx.waker().clone());
+                        let reg = side.queue(&mut st).push_plain(&this.state, &this.slot);
+                        this.phase = Phase::Waiting(reg);
+                        return Poll::Pending;
+                    }
+                }
+            }
+            Phase::Waiting(reg) => {
+                if this.state.load() != Seen::Synced(0) && this.still_waiting(side, reg, cx) {
+                    return Poll::Pending;
+                }
+            }
+            Phase::Done => panic!("a channel send or receive polled after it completed"),
+        }
+        this.phase = Phase::Done;
+        // SAFETY: committed (by us, unpublished, or by a partner that stored
+        // `SYNCED`): the slot is ours.
+        Poll::Ready(unsafe { take(&this.slot) })
+    }
+
+    /// A published wait that saw no commit: looks again under the lock.
+    /// `true` (waker refreshed) while it waits.
+    #[inline(never)]
+    fn still_waiting(&self, side: Side, reg: Registration, cx: &Context<'_>) -> bool {
+        // Our record is the only way to reach us, and only the holder of the
+        // lock takes it out (then commits it before unlocking).
+        let mut st = self.chan.lock();
+        if side.queue(&mut st).contains(reg) {
+            // SAFETY: we hold the queue's lock and our record is in it.
+            unsafe { self.state.replace_waker_plain(cx.waker()) };
+            return true;
+        }
+        // Committed since we looked; `SYNCED` was stored before the lock we
+        // just took was released.
+        debug_assert_eq!(self.state.load(), Seen::Synced(0));
+        false
+    }
+
+    /// For a drop: withdraws a waiting record, or finds it committed; either
+    /// way the slot is ours again, and its content is returned (outside the
+    /// lock).
+    fn withdraw(&mut self, side: Side) -> Option<T> {
+        let Phase::Waiting(reg) = self.phase else {
+            return None;
+        };
+        self.phase = Phase::Done;
+        side.queue(&mut self.chan.lock()).remove(reg);
+        // SAFETY: out of the queue (withdrawn, or committed with `SYNCED`
+        // stored under the lock we took): nobody else touches the slot.
+        unsafe { take(&self.slot) }
+    }
 }
 
 /// The future of [`Receiver::recv`](super::Receiver::recv): the next value,
@@ -131,43 +188,11 @@ fn withdraw<T>(chan: &Chan<T>, side: Side, reg: Registration) -> bool {
 /// `select!` can do that), the value goes back to the front of the channel.
 /// In a choice, use [`Receiver::recv_op`](super::Receiver::recv_op).
 #[must_use = "futures do nothing unless polled: .await it"]
-pub struct Recv<'a, T> {
-    chan: &'a Chan<T>,
-    state: OpState,
-    slot: Slot<T>,
-    phase: Phase,
-    _pinned: PhantomPinned,
-}
-
-// SAFETY: the slot is only accessed under the op protocol (by the owner
-// through `Pin<&mut Self>`, or by a partner that won the opstate), so a
-// shared `&Recv` exposes nothing; values of `T` cross threads, hence
-// `T: Send`.
-unsafe impl<T: std::marker::Send> Sync for Recv<'_, T> {}
-// SAFETY: as above; nothing in it is tied to a thread.
-unsafe impl<T: std::marker::Send> std::marker::Send for Recv<'_, T> {}
+pub struct Recv<'a, T>(Wait<'a, T>);
 
 impl<'a, T> Recv<'a, T> {
     pub(crate) fn new(chan: &'a Chan<T>) -> Self {
-        Self {
-            chan,
-            state: OpState::new(),
-            slot: UnsafeCell::new(None),
-            phase: Phase::Fresh,
-            _pinned: PhantomPinned,
-        }
-    }
-
-    fn parts(self: Pin<&mut Self>) -> Parts<'_, 'a, T> {
-        // SAFETY: `state` and `slot` stay where they are (only shared
-        // references to them go out); `phase` is not structurally pinned.
-        let this = unsafe { self.get_unchecked_mut() };
-        Parts {
-            chan: this.chan,
-            state: &this.state,
-            slot: &this.slot,
-            phase: &mut this.phase,
-        }
+        Self(Wait::new(chan, None))
     }
 }
 
@@ -175,64 +200,28 @@ impl<T> Future for Recv<'_, T> {
     type Output = Result<T, RecvError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let p = self.parts();
-        match *p.phase {
-            Phase::Fresh => {
-                if !crate::rt::budget::consume() {
-                    // Out of budget on a fibra worker: let the others run.
-                    cx.waker().wake_by_ref();
-                    return Poll::Pending;
-                }
-                let chan = p.chan;
-                let mut st = chan.lock();
-                // SAFETY: unpublished: the slot is ours.
-                match unsafe { chan.recv_locked(&mut st, p.slot, Seeker::FREE) } {
-                    Received::Done(waker) => {
-                        drop(st);
-                        wake(waker);
-                    }
-                    Received::Buffered => {
-                        let refilled = chan.refill_locked(&mut st, None);
-                        drop(st);
-                        wake(refilled);
-                    }
-                    Received::Disconnected => {}
-                    Received::NotReady => {
-                        // Nobody can have come since we looked: we hold the
-                        // lock. Publish; the next sender commits us.
-                        p.state.set_waker_unpublished(cx.waker().clone());
-                        *p.phase = Phase::Waiting(st.recvq.push_plain(p.state, p.slot));
-                        return Poll::Pending;
-                    }
-                    Received::SelfSynced => unreachable!("an unpublished wait saw itself synced"),
-                }
+        // SAFETY: structural pinning of the only field.
+        let wait = unsafe { self.map_unchecked_mut(|r| &mut r.0) };
+        wait.poll_wait(cx, Side::Recv, |chan, st, slot| {
+            // SAFETY: unpublished: the slot is ours.
+            match unsafe { chan.recv_locked(st, slot, Seeker::FREE) } {
+                Received::Done(waker) => Some(waker),
+                Received::Buffered => Some(chan.refill_locked(st, None)),
+                Received::Disconnected => Some(None),
+                Received::NotReady => None,
+                Received::SelfSynced => unreachable!("an unpublished wait saw itself synced"),
             }
-            Phase::Waiting(reg) => {
-                if !poll_waiting(p.chan, Side::Recv, reg, p.state, cx.waker()) {
-                    return Poll::Pending;
-                }
-            }
-            Phase::Done => panic!("`Recv` polled after it completed"),
-        }
-        *p.phase = Phase::Done;
-        // SAFETY: committed (by us, unpublished, or by a partner that stored
-        // `SYNCED`): the slot is ours. Empty means "disconnected".
-        Poll::Ready(unsafe { take(p.slot) }.ok_or(RecvError))
+        })
+        // An empty slot means "disconnected".
+        .map(|got| got.ok_or(RecvError))
     }
 }
 
 impl<T> Drop for Recv<'_, T> {
     fn drop(&mut self) {
-        let Phase::Waiting(reg) = self.phase else {
-            return;
-        };
-        self.phase = Phase::Done;
-        if !withdraw(self.chan, Side::Recv, reg) {
-            // SAFETY: committed (`SYNCED` was stored under the lock we
-            // took): the partner is done with the slot.
-            if let Some(value) = unsafe { take(&self.slot) } {
-                self.chan.rescue(value);
-            }
+        if let Some(value) = self.0.withdraw(Side::Recv) {
+            // A sender committed to us after our last poll: give it back.
+            self.0.chan.rescue(value);
         }
     }
 }
@@ -240,7 +229,7 @@ impl<T> Drop for Recv<'_, T> {
 impl<T> std::fmt::Debug for Recv<'_, T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Recv")
-            .field("phase", &self.phase)
+            .field("phase", &self.0.phase)
             .finish_non_exhaustive()
     }
 }
@@ -254,39 +243,11 @@ impl<T> std::fmt::Debug for Recv<'_, T> {
 /// with the future). In a choice, use
 /// [`Sender::send_op`](super::Sender::send_op).
 #[must_use = "futures do nothing unless polled: .await it"]
-pub struct Send<'a, T> {
-    chan: &'a Chan<T>,
-    state: OpState,
-    slot: Slot<T>,
-    phase: Phase,
-    _pinned: PhantomPinned,
-}
-
-// SAFETY: as for `Recv`.
-unsafe impl<T: std::marker::Send> Sync for Send<'_, T> {}
-// SAFETY: as for `Recv`.
-unsafe impl<T: std::marker::Send> std::marker::Send for Send<'_, T> {}
+pub struct Send<'a, T>(Wait<'a, T>);
 
 impl<'a, T> Send<'a, T> {
     pub(crate) fn new(chan: &'a Chan<T>, value: T) -> Self {
-        Self {
-            chan,
-            state: OpState::new(),
-            slot: UnsafeCell::new(Some(value)),
-            phase: Phase::Fresh,
-            _pinned: PhantomPinned,
-        }
-    }
-
-    fn parts(self: Pin<&mut Self>) -> Parts<'_, 'a, T> {
-        // SAFETY: as for `Recv::parts`.
-        let this = unsafe { self.get_unchecked_mut() };
-        Parts {
-            chan: this.chan,
-            state: &this.state,
-            slot: &this.slot,
-            phase: &mut this.phase,
-        }
+        Self(Wait::new(chan, Some(value)))
     }
 }
 
@@ -294,64 +255,34 @@ impl<T> Future for Send<'_, T> {
     type Output = Result<(), SendError<T>>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let p = self.parts();
-        match *p.phase {
-            Phase::Fresh => {
-                if !crate::rt::budget::consume() {
-                    cx.waker().wake_by_ref();
-                    return Poll::Pending;
-                }
-                let chan = p.chan;
-                let mut st = chan.lock();
-                // SAFETY: unpublished: the slot is ours.
-                match unsafe { chan.send_locked(&mut st, p.slot, Seeker::FREE) } {
-                    Sent::Done(waker) => {
-                        drop(st);
-                        wake(waker);
-                    }
-                    Sent::Disconnected => drop(st),
-                    Sent::NotReady => {
-                        // As for `Recv`: publish under the same lock.
-                        p.state.set_waker_unpublished(cx.waker().clone());
-                        *p.phase = Phase::Waiting(st.sendq.push_plain(p.state, p.slot));
-                        return Poll::Pending;
-                    }
-                    Sent::SelfSynced => unreachable!("an unpublished wait saw itself synced"),
-                }
+        // SAFETY: structural pinning of the only field.
+        let wait = unsafe { self.map_unchecked_mut(|s| &mut s.0) };
+        wait.poll_wait(cx, Side::Send, |chan, st, slot| {
+            // SAFETY: unpublished: the slot is ours.
+            match unsafe { chan.send_locked(st, slot, Seeker::FREE) } {
+                Sent::Done(waker) => Some(waker),
+                Sent::Disconnected => Some(None),
+                Sent::NotReady => None,
+                Sent::SelfSynced => unreachable!("an unpublished wait saw itself synced"),
             }
-            Phase::Waiting(reg) => {
-                if !poll_waiting(p.chan, Side::Send, reg, p.state, cx.waker()) {
-                    return Poll::Pending;
-                }
-            }
-            Phase::Done => panic!("`Send` polled after it completed"),
-        }
-        *p.phase = Phase::Done;
-        // SAFETY: committed: the slot is ours again. A value still there
-        // means the commit was "disconnected".
-        Poll::Ready(match unsafe { take(p.slot) } {
-            None => Ok(()),
-            Some(v) => Err(SendError(v)),
         })
+        // A value still in the slot means "disconnected".
+        .map(|left| left.map_or(Ok(()), |v| Err(SendError(v))))
     }
 }
 
 impl<T> Drop for Send<'_, T> {
     fn drop(&mut self) {
-        let Phase::Waiting(reg) = self.phase else {
-            return;
-        };
-        self.phase = Phase::Done;
-        withdraw(self.chan, Side::Send, reg);
-        // If it was not queued any more, a receiver took the value, or every receiver went and the
-        // value drops with the slot: nothing to give back.
+        // Not sent, or sent while we were not looking, or every receiver
+        // went: whatever is left in the slot drops here.
+        drop(self.0.withdraw(Side::Send));
     }
 }
 
 impl<T> std::fmt::Debug for Send<'_, T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Send")
-            .field("phase", &self.phase)
+            .field("phase", &self.0.phase)
             .finish_non_exhaustive()
     }
 }

@@ -63,11 +63,8 @@ impl<S> Waiter<S> {
     /// closing resource, a fired timer); `None` if it was stale. Returns the
     /// owner's waker, to be woken after every lock is released.
     pub(crate) fn commit(self) -> Option<std::task::Waker> {
-        if self.is_plain() {
-            return self.op().finish_plain();
-        }
-        if self.op().commit_spinning(self.leaf) {
-            self.op().finish_remote(self.leaf)
+        if self.is_plain() || self.op().commit_spinning(self.leaf) {
+            self.finish()
         } else {
             None
         }
@@ -237,16 +234,16 @@ impl<S> WaitQueue<S> {
 
     /// Publishes a record and returns its registration.
     pub(crate) fn publish(&mut self, cx: super::BlockCx<'_>, slot: &S) -> Registration {
-        let w = Waiter::new(cx.state, cx.leaf, slot);
-        let reg = w.registration();
-        self.records.push_back(w);
-        reg
+        self.push(Waiter::new(cx.state, cx.leaf, slot))
     }
 
     /// Publishes a plain record (module docs) and returns its
     /// registration.
     pub(crate) fn push_plain(&mut self, op: &OpState, slot: &S) -> Registration {
-        let w = Waiter::new(op, PLAIN, slot);
+        self.push(Waiter::new(op, PLAIN, slot))
+    }
+
+    fn push(&mut self, w: Waiter<S>) -> Registration {
         let reg = w.registration();
         self.records.push_back(w);
         reg

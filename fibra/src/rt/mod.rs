@@ -85,38 +85,37 @@ impl Shared {
         }
     }
 
+    /// Queues `task` with `here` on the current thread's worker if it is
+    /// one of the task's runtime, else on the injector. `false` if the
+    /// runtime shuts down (`inject`). Generic over the task's type so that
+    /// `shared()` is a direct call.
+    #[inline]
+    fn queue<R: Runnable>(task: Arc<R>, here: impl FnOnce(&WorkerCtx, TaskRef)) -> bool {
+        with_current(|ctx| match ctx {
+            Some(ctx) if Arc::ptr_eq(&ctx.shared, task.shared()) => {
+                here(ctx, task);
+                true
+            }
+            _ => task.shared().clone().inject(task),
+        })
+    }
+
     /// Queues a woken task: into the current worker's `next` slot if it runs
-    /// on one of ours (hand-off), else into the injector. Generic over the
-    /// task's type so that `shared()` is a direct call.
+    /// on one of ours (hand-off), else into the injector.
     #[inline]
     fn schedule<R: Runnable>(task: Arc<R>) {
-        with_current(|ctx| match ctx {
-            Some(ctx) if Arc::ptr_eq(&ctx.shared, task.shared()) => ctx.schedule_woken(task),
-            _ => {
-                task.shared().clone().inject(task);
-            }
-        });
+        Shared::queue(task, WorkerCtx::schedule_woken);
     }
 
     /// Queues a task that yielded (or was spawned): behind the others.
-    fn schedule_yield(task: TaskRef) {
-        with_current(|ctx| match ctx {
-            Some(ctx) if Arc::ptr_eq(&ctx.shared, task.shared()) => ctx.schedule_back(task),
-            _ => {
-                task.shared().clone().inject(task);
-            }
-        });
+    fn schedule_yield<R: Runnable>(task: Arc<R>) -> bool {
+        Shared::queue(task, WorkerCtx::schedule_back)
     }
 
     /// Queues a task that the cooperative budget made yield: behind the
     /// others, but on this worker (`WorkerCtx::schedule_hot`).
-    fn schedule_budget_yield(task: TaskRef) {
-        with_current(|ctx| match ctx {
-            Some(ctx) if Arc::ptr_eq(&ctx.shared, task.shared()) => ctx.schedule_hot(task),
-            _ => {
-                task.shared().clone().inject(task);
-            }
-        });
+    fn schedule_budget_yield<R: Runnable>(task: Arc<R>) {
+        Shared::queue(task, WorkerCtx::schedule_hot);
     }
 
     /// Queues a task on the injector; `false` (and the entry dropped) once
@@ -142,15 +141,7 @@ impl Shared {
         } else {
             // Not registered yet (registry.rs): it is in a run queue until
             // its first `Pending` poll.
-            let entry: TaskRef = task.clone();
-            let queued = with_current(|ctx| match ctx {
-                Some(ctx) if Arc::ptr_eq(&ctx.shared, self) => {
-                    ctx.schedule_back(entry);
-                    true
-                }
-                _ => self.inject(entry),
-            });
-            if !queued {
+            if !Shared::schedule_yield(task.clone()) {
                 // Shutdown began: the entry was dropped, so nobody else
                 // can reach this task to cancel it, nor run it.
                 Runnable::shutdown(&*task);
