@@ -5,17 +5,17 @@
 //! belong to any one runtime's workers.
 
 use super::JoinHandle;
-use super::task::{Runnable, Task};
+use super::task::{Task, TaskRef};
 use super::worker::with_current;
 use crate::loom::{Condvar, Mutex, lock};
 use std::collections::VecDeque;
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 const MAX_THREADS: usize = 512;
 const KEEP_ALIVE: Duration = Duration::from_secs(10);
 
-type Job = Arc<dyn Runnable>;
+type Job = TaskRef;
 
 struct Pool {
     state: Mutex<PoolState>,
@@ -112,7 +112,7 @@ where
     );
     // A task whose future finishes on its first poll, run by a pool thread.
     // Not registered: shutdown leaves running blocking calls alone.
-    let task = Task::new(async move { f() }, shared);
-    pool().submit(task.clone());
-    JoinHandle::new(task)
+    let (task, handle) = Task::allocate(async move { f() }, shared);
+    pool().submit(task);
+    handle
 }

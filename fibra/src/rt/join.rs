@@ -1,14 +1,14 @@
 //! `JoinHandle`: await a task's output, use its completion in a choice,
 //! abort it, or detach it by dropping the handle.
 
-use super::task::{JoinError, Joinable};
+use super::task::{JoinError, Joinable, release};
 use crate::op::waiter::Registration;
 use crate::op::{BlockCx, Op, sealed::Sealed};
 use std::fmt;
 use std::future::Future;
 use std::marker::PhantomPinned;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::ptr::NonNull;
 use std::task::{Context, Poll};
 
 /// An owned permission to join a task: `.await` it for the task's output,
@@ -28,13 +28,29 @@ use std::task::{Context, Poll};
 /// });
 /// ```
 pub struct JoinHandle<T> {
-    task: Arc<dyn Joinable<T>>,
+    /// Owns one of the task's references (released on drop).
+    task: NonNull<dyn Joinable<T>>,
     done: bool,
 }
 
+// SAFETY: the handle owns a reference to a task, which is `Send + Sync`
+// (`Joinable: Send + Sync`); the output it takes out is a `T: Send`.
+unsafe impl<T: Send> Send for JoinHandle<T> {}
+// SAFETY: `&JoinHandle` only reaches `&dyn Joinable<T>`, which is `Sync`;
+// the output moves out through it only under the task's join lock.
+unsafe impl<T: Send> Sync for JoinHandle<T> {}
+
 impl<T> JoinHandle<T> {
-    pub(crate) fn new(task: Arc<dyn Joinable<T>>) -> Self {
+    /// # Safety
+    ///
+    /// `task` is a live task whose reference the caller hands over.
+    pub(crate) unsafe fn from_raw(task: NonNull<dyn Joinable<T>>) -> Self {
         Self { task, done: false }
+    }
+
+    fn task(&self) -> &dyn Joinable<T> {
+        // SAFETY: we own a reference: the task is alive.
+        unsafe { self.task.as_ref() }
     }
 
     /// Asks the task to stop: it is dropped at its next scheduling point
@@ -50,7 +66,7 @@ impl<T> JoinHandle<T> {
     /// });
     /// ```
     pub fn abort(&self) {
-        self.task.clone().abort();
+        self.task().abort();
     }
 
     /// Whether the task has finished (output ready, panicked or cancelled).
@@ -64,7 +80,7 @@ impl<T> JoinHandle<T> {
     /// });
     /// ```
     pub fn is_finished(&self) -> bool {
-        self.task.is_finished()
+        self.task().is_finished()
     }
 
     /// The op of joining the task, for choices.
@@ -86,7 +102,7 @@ impl<T> JoinHandle<T> {
     /// ```
     pub fn join_op(&self) -> JoinOp<'_, T> {
         JoinOp {
-            task: &*self.task,
+            task: self.task(),
             published: None,
             _pinned: PhantomPinned,
         }
@@ -99,7 +115,7 @@ impl<T> Future for JoinHandle<T> {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
         assert!(!this.done, "`JoinHandle` polled after it completed");
-        let out = std::task::ready!(this.task.poll_join(cx));
+        let out = std::task::ready!(this.task().poll_join(cx));
         this.done = true;
         Poll::Ready(out)
     }
@@ -110,8 +126,11 @@ impl<T> Drop for JoinHandle<T> {
         // After a completed join the output is gone and the task knows the
         // handle took it: nothing to detach.
         if !self.done {
-            self.task.detach();
+            self.task().detach();
         }
+        let header = self.task().task_header();
+        // SAFETY: the handle's reference, released once.
+        unsafe { release(header) };
     }
 }
 

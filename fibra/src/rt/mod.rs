@@ -50,7 +50,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use task::{Runnable, Task, TaskRef};
+use task::{Task, TaskRef};
 use worker::{WorkerCtx, with_current};
 
 /// State shared by a runtime's workers, handles and tasks.
@@ -86,15 +86,14 @@ impl Shared {
     }
 
     /// Queues `task` with `here` on the current thread's worker if it is
-    /// one of the task's runtime, else on the injector. `false` if the
-    /// runtime shuts down (`inject`). Generic over the task's type so that
-    /// `shared()` is a direct call.
+    /// one of the task's runtime, else on the injector. The entry comes
+    /// back if the runtime shuts down (`inject`).
     #[inline]
-    fn queue<R: Runnable>(task: Arc<R>, here: impl FnOnce(&WorkerCtx, TaskRef)) -> bool {
+    fn queue(task: TaskRef, here: impl FnOnce(&WorkerCtx, TaskRef)) -> Result<(), TaskRef> {
         with_current(|ctx| match ctx {
             Some(ctx) if Arc::ptr_eq(&ctx.shared, task.shared()) => {
                 here(ctx, task);
-                true
+                Ok(())
             }
             _ => task.shared().clone().inject(task),
         })
@@ -103,31 +102,34 @@ impl Shared {
     /// Queues a woken task: into the current worker's `next` slot if it runs
     /// on one of ours (hand-off), else into the injector.
     #[inline]
-    fn schedule<R: Runnable>(task: Arc<R>) {
-        Shared::queue(task, WorkerCtx::schedule_woken);
+    fn schedule(task: TaskRef) {
+        // Refused at shutdown: the entry drops; a registered task is
+        // cancelled through the registry.
+        let _ = Shared::queue(task, WorkerCtx::schedule_woken);
     }
 
-    /// Queues a task that yielded (or was spawned): behind the others.
-    fn schedule_yield<R: Runnable>(task: Arc<R>) -> bool {
+    /// Queues a task that yielded (or was spawned): behind the others. The
+    /// entry comes back if the runtime shuts down.
+    fn schedule_yield(task: TaskRef) -> Result<(), TaskRef> {
         Shared::queue(task, WorkerCtx::schedule_back)
     }
 
     /// Queues a task that the cooperative budget made yield: behind the
     /// others, but on this worker (`WorkerCtx::schedule_hot`).
-    fn schedule_budget_yield<R: Runnable>(task: Arc<R>) {
-        Shared::queue(task, WorkerCtx::schedule_hot);
+    fn schedule_budget_yield(task: TaskRef) {
+        let _ = Shared::queue(task, WorkerCtx::schedule_hot);
     }
 
-    /// Queues a task on the injector; `false` (and the entry dropped) once
+    /// Queues a task on the injector; refused (the entry handed back) once
     /// the runtime shuts down: a registered task is then cancelled through
     /// the registry.
-    fn inject(&self, task: TaskRef) -> bool {
+    fn inject(&self, task: TaskRef) -> Result<(), TaskRef> {
         if self.is_shutdown() {
-            return false;
+            return Err(task);
         }
         self.injector.push(task);
         self.notify_idle();
-        true
+        Ok(())
     }
 
     fn spawn<F>(self: &Arc<Self>, future: F) -> JoinHandle<F::Output>
@@ -135,16 +137,16 @@ impl Shared {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        let task = Task::new(future, self.clone());
+        let (task, handle) = Task::allocate(future, self.clone());
         if self.is_shutdown() {
-            Runnable::shutdown(&*task);
+            task.shutdown();
         } else {
             // Not registered yet (registry.rs): it is in a run queue until
             // its first `Pending` poll.
-            if !Shared::schedule_yield(task.clone()) {
-                // Shutdown began: the entry was dropped, so nobody else
+            if let Err(task) = Shared::schedule_yield(task) {
+                // Shutdown began: the entry was refused, so nobody else
                 // can reach this task to cancel it, nor run it.
-                Runnable::shutdown(&*task);
+                task.shutdown();
             } else if self.is_shutdown() {
                 // A spawn racing the runtime's drop. Its drain, after its
                 // workers stopped, finds our entry — unless it is already
@@ -158,7 +160,7 @@ impl Shared {
                 }
             }
         }
-        JoinHandle::new(task)
+        handle
     }
 
     /// Cancels every pending task (shutdown; no worker runs any more): the

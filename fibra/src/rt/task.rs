@@ -1,5 +1,21 @@
 //! Tasks: a spawned future, its scheduling state, and its join state.
 //!
+//! # Layout
+//!
+//! A task is one allocation, a [`Task<F>`]: a type-erased [`Header`] first
+//! (state word, reference count, vtable, registry slot, runtime), then the
+//! future and the join state. What the scheduler holds is a [`TaskRef`], a
+//! thin pointer to the header owning one reference; a waker's data pointer
+//! is the same header pointer; a `JoinHandle` holds a `dyn Joinable`
+//! pointer into the same allocation and owns one reference too.
+//!
+//! The reference count is `Arc`'s protocol (Relaxed increments from a held
+//! reference, Release decrements, an Acquire fence before the last one
+//! frees), without `Arc`'s weak count: that saves the weak count's
+//! decrement at the end of every task, and a new task starts with its two
+//! references (the spawner's queue entry, the handle) already counted, no
+//! increment.
+//!
 //! # State word (`Task::state`)
 //!
 //! | bit | set by | meaning |
@@ -44,9 +60,9 @@
 //! (the task's completion is a resource like a channel: completion commits
 //! them all).
 
-use super::Shared;
 use super::registry::Slot;
-use crate::loom::{AtomicUsize, Lock, Ordering, UnsafeCell};
+use super::{JoinHandle, Shared};
+use crate::loom::{AtomicUsize, Lock, Ordering, UnsafeCell, fence};
 use crate::op::BlockCx;
 use crate::op::waiter::{Registration, WaitQueue};
 use std::any::Any;
@@ -56,6 +72,7 @@ use std::future::Future;
 use std::mem::ManuallyDrop;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
+use std::ptr::NonNull;
 use std::sync::Arc;
 use std::task::{Context, Poll, RawWaker, RawWakerVTable, Waker};
 
@@ -137,25 +154,146 @@ impl fmt::Display for JoinError {
 
 impl std::error::Error for JoinError {}
 
-/// What the scheduler sees of a task: something to poll, or to drop at
-/// shutdown.
-pub(crate) trait Runnable: Send + Sync + 'static {
-    /// The runtime this task belongs to.
-    fn shared(&self) -> &Arc<Shared>;
-    /// Polls the task once (it was taken from a run queue).
-    fn run(self: Arc<Self>);
-    /// Drops the future and completes the task as cancelled (shutdown).
-    fn shutdown(&self);
-    fn id(&self) -> u64;
+/// The type-erased head of every task allocation (module docs, "Layout").
+#[repr(C)]
+pub(crate) struct Header {
+    state: TaskState,
+    /// References: run queue entries, wakers, the registry's, the handle's.
+    /// The allocation goes when the last one does.
+    refs: AtomicUsize,
+    vtable: &'static Vtable,
+    registry_slot: Slot,
+    shared: Arc<Shared>,
 }
 
-pub(crate) type TaskRef = Arc<dyn Runnable>;
+/// What differs between tasks of different future types.
+struct Vtable {
+    /// Polls the task once; consumes the queue entry's reference.
+    run: unsafe fn(TaskRef),
+    /// Drops the future and completes the task as cancelled.
+    shutdown: unsafe fn(&Header),
+    /// Drops the task and frees its allocation (no reference is left).
+    dealloc: unsafe fn(NonNull<Header>),
+}
+
+/// An owned reference to a task: what run queues, the registry and wakers
+/// hold. One pointer wide.
+pub(crate) struct TaskRef(NonNull<Header>);
+
+// SAFETY: a task is `Send + Sync` (see `Task`'s impls): every task a
+// `TaskRef` can point at was built from a `Send` future with a `Send`
+// output; the reference count is atomic.
+unsafe impl Send for TaskRef {}
+// SAFETY: as above; `&TaskRef` only exposes the header's shared parts.
+unsafe impl Sync for TaskRef {}
+
+impl TaskRef {
+    /// Takes over a reference counted in `refs`.
+    ///
+    /// # Safety
+    ///
+    /// `p` points at a live task's header, and the caller owns one of its
+    /// references.
+    unsafe fn from_raw(p: NonNull<Header>) -> Self {
+        Self(p)
+    }
+
+    fn header(&self) -> &Header {
+        // SAFETY: we own a reference, so the task is alive.
+        unsafe { self.0.as_ref() }
+    }
+
+    /// The runtime this task belongs to.
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.header().shared
+    }
+
+    /// Polls the task once (it was taken from a run queue).
+    pub(crate) fn run(self) {
+        let run = self.header().vtable.run;
+        // SAFETY: `run` belongs to this task's type.
+        unsafe { run(self) }
+    }
+
+    /// Drops the future and completes the task as cancelled (shutdown,
+    /// once no worker runs).
+    pub(crate) fn shutdown(&self) {
+        let h = self.header();
+        // SAFETY: `shutdown` belongs to this task's type; the caller is
+        // shutdown, after every worker stopped.
+        unsafe { (h.vtable.shutdown)(h) }
+    }
+
+    /// The task's address: unique among live tasks, and a task leaves the
+    /// registry before its memory can be reused.
+    pub(crate) fn id(&self) -> u64 {
+        self.0.as_ptr().addr() as u64
+    }
+
+    /// A wake (by value): queues the task if it was idle.
+    fn wake(self) {
+        if self.header().state.notify() {
+            Shared::schedule(self);
+        }
+    }
+
+    /// Gives up ownership without releasing the reference (it was donated:
+    /// module docs).
+    fn forget(self) {
+        std::mem::forget(self);
+    }
+}
+
+impl Clone for TaskRef {
+    fn clone(&self) -> Self {
+        // Relaxed: a new reference is made from one we hold, as `Arc` does;
+        // nothing is published through the count itself.
+        self.header().refs.fetch_add(1, Ordering::Relaxed);
+        Self(self.0)
+    }
+}
+
+impl Drop for TaskRef {
+    fn drop(&mut self) {
+        // Release: our uses of the task happen before the deallocation; the
+        // last owner's Acquire fence pairs with every other owner's Release.
+        if self.header().refs.fetch_sub(1, Ordering::Release) != 1 {
+            return;
+        }
+        fence(Ordering::Acquire);
+        let dealloc = self.header().vtable.dealloc;
+        // SAFETY: that was the last reference.
+        unsafe { dealloc(self.0) }
+    }
+}
+
+/// Where the output waits for the handle.
+enum Output<T> {
+    /// Not finished yet, and the handle is still there.
+    Pending,
+    /// Finished; the handle has not taken it yet.
+    Ready(Result<T, JoinError>),
+    /// The handle took the output, or was dropped: a later completion
+    /// drops its output at once. (One enum rather than an `Option` and a
+    /// flag: the flag's padding made every task 8 bytes larger.)
+    HandleGone,
+}
+
+impl<T> Output<T> {
+    /// Takes a ready output; the handle is gone afterwards.
+    fn take(&mut self) -> Option<Result<T, JoinError>> {
+        match std::mem::replace(self, Output::HandleGone) {
+            Output::Ready(out) => Some(out),
+            other => {
+                *self = other;
+                None
+            }
+        }
+    }
+}
 
 struct JoinState<T> {
-    output: Option<Result<T, JoinError>>,
-    /// Set when the handle took the output (or was dropped): later
-    /// completions drop it at once.
-    handle_gone: bool,
+    output: Output<T>,
     waker: Option<Waker>,
     /// `join_op` performs waiting; boxed on first use (rare next to a
     /// direct `.await`), which keeps every task 24 bytes smaller.
@@ -297,10 +435,11 @@ impl TaskState {
     }
 }
 
+/// A task's allocation: the header first (`repr(C)`), so that a pointer
+/// to it is a pointer to its header.
+#[repr(C)]
 pub(crate) struct Task<F: Future> {
-    state: TaskState,
-    registry_slot: Slot,
-    shared: Arc<Shared>,
+    header: Header,
     future: UnsafeCell<Option<F>>,
     join: Lock<JoinState<F::Output>>,
 }
@@ -317,51 +456,72 @@ where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
-    /// A new task, already `NOTIFIED` (the spawner queues it).
-    pub(crate) fn new(future: F, shared: Arc<Shared>) -> Arc<Self> {
-        Arc::new(Task {
-            state: TaskState::new(),
-            registry_slot: Slot::default(),
-            shared,
+    /// Allocates a task, `RUNNING` for the queue entry the spawner pushes:
+    /// that entry's reference and the handle's (two references from the
+    /// start, no atomic increment).
+    pub(crate) fn allocate(future: F, shared: Arc<Shared>) -> (TaskRef, JoinHandle<F::Output>) {
+        let task = Box::new(Task {
+            header: Header {
+                state: TaskState::new(),
+                refs: AtomicUsize::new(2),
+                vtable: Self::VTABLE,
+                registry_slot: Slot::default(),
+                shared,
+            },
             future: UnsafeCell::new(Some(future)),
             join: Lock::new(JoinState {
-                output: None,
-                handle_gone: false,
+                output: Output::Pending,
                 waker: None,
                 waiters: None,
             }),
-        })
+        });
+        let p = NonNull::from(Box::leak(task));
+        let join: NonNull<dyn Joinable<F::Output>> = p;
+        // SAFETY: two references were counted, one for each owner.
+        let task = unsafe { TaskRef::from_raw(p.cast()) };
+        // SAFETY: as above.
+        let handle = unsafe { JoinHandle::from_raw(join) };
+        (task, handle)
     }
 
-    /// After a donation (module docs): a new reference for the run, which
-    /// still holds `self` (the donated one, about to be forgotten or
-    /// dropped as its own).
-    fn take_back_reference(self: &Arc<Self>) {
-        // SAFETY: the task is alive (the registry holds a reference through
-        // this run); the increment pairs with the drop of `self` later.
-        unsafe { Arc::increment_strong_count(Arc::as_ptr(self)) };
+    const VTABLE: &'static Vtable = &Vtable {
+        run: Self::run,
+        shutdown: Self::shutdown,
+        dealloc: Self::dealloc,
+    };
+
+    /// The task behind a header.
+    ///
+    /// # Safety
+    ///
+    /// `h` is the header of a `Task<F>` (its vtable is `Self::VTABLE`).
+    unsafe fn from_header(h: &Header) -> &Self {
+        // SAFETY: `repr(C)` with the header first: same address.
+        unsafe { &*std::ptr::from_ref(h).cast::<Self>() }
     }
 
-    fn wake_arc(self: Arc<Self>) {
-        if self.state.notify() {
-            Shared::schedule(self);
-        }
+    /// # Safety
+    ///
+    /// `p` is a `Task<F>` with no reference left.
+    unsafe fn dealloc(p: NonNull<Header>) {
+        // SAFETY: allocated by `new` as a `Box<Self>`; nobody refers to it.
+        drop(unsafe { Box::from_raw(p.cast::<Self>().as_ptr()) });
     }
 
-    pub(crate) fn abort(self: &Arc<Self>) {
-        self.state.set_abort();
-        self.clone().wake_arc();
+    fn header(&self) -> &Header {
+        &self.header
     }
 
     fn complete(&self, output: Result<F::Output, JoinError>) {
         // Release: the output is written (under the lock) before COMPLETE.
         let (waker, wakers, dropped) = {
             let mut j = self.join.lock();
-            let dropped = if j.handle_gone {
-                Some(output)
-            } else {
-                j.output = Some(output);
-                None
+            let dropped = match j.output {
+                Output::HandleGone => Some(output),
+                _ => {
+                    j.output = Output::Ready(output);
+                    None
+                }
             };
             let mut wakers = Vec::new();
             if let Some(waiters) = &mut j.waiters {
@@ -369,10 +529,9 @@ where
             }
             (j.waker.take(), wakers, dropped)
         };
-        self.state.complete();
-        self.shared
-            .tasks
-            .remove(Runnable::id(self), &self.registry_slot);
+        let h = self.header();
+        h.state.complete();
+        h.shared.tasks.remove(self.id(), &h.registry_slot);
         drop(dropped);
         if waker.is_none() && wakers.is_empty() {
             return; // nobody waits (a join that comes later finds the output)
@@ -382,6 +541,10 @@ where
             Some(ctx) => ctx.finishing(wake_all),
             None => wake_all(),
         });
+    }
+
+    fn id(&self) -> u64 {
+        std::ptr::from_ref(self).addr() as u64
     }
 
     /// The future cell, for its owner (holder of `RUNNING`).
@@ -394,12 +557,13 @@ where
     /// Polls the future once. With `donate`, the first clone of the waker
     /// made on this thread during the poll takes over the run's reference
     /// (module docs); the second result says whether that happened.
-    fn poll_once(self: &Arc<Self>, donate: bool) -> (Option<Result<F::Output, JoinError>>, bool) {
+    fn poll_once(&self, donate: bool) -> (Option<Result<F::Output, JoinError>>, bool) {
+        let me: *const () = std::ptr::from_ref(self).cast();
         // A waker borrowing our reference: no refcount traffic per poll.
-        let raw = RawWaker::new(Arc::as_ptr(self).cast(), waker_vtable::<F>());
-        // SAFETY: the vtable's functions treat the data pointer as an
-        // `Arc<Task<F>>` pointer, which it is; `ManuallyDrop` keeps this
-        // borrowed waker from releasing a reference it does not own.
+        let raw = RawWaker::new(me, &WAKER_VTABLE);
+        // SAFETY: the vtable's functions treat the data pointer as a task
+        // header, which it is; `ManuallyDrop` keeps this borrowed waker from
+        // releasing a reference it does not own.
         let waker = ManuallyDrop::new(unsafe { Waker::from_raw(raw) });
         let mut cx = Context::from_waker(&waker);
         // SAFETY: we hold `RUNNING`.
@@ -410,7 +574,6 @@ where
         // SAFETY: the future lives in the task allocation and is never moved
         // out of its slot; it is dropped in place.
         let fut = unsafe { Pin::new_unchecked(fut) };
-        let me: *const () = Arc::as_ptr(self).cast();
         if donate {
             DONATE.set(me);
         }
@@ -424,29 +587,31 @@ where
         };
         (result, donated)
     }
-}
 
-impl<F> Runnable for Task<F>
-where
-    F: Future + Send + 'static,
-    F::Output: Send + 'static,
-{
-    fn run(self: Arc<Self>) {
+    /// The vtable's `run`: `task` is the popped queue entry's reference.
+    ///
+    /// # Safety
+    ///
+    /// `task` is a `Task<F>`.
+    unsafe fn run(task: TaskRef) {
+        let h = task.header();
+        // SAFETY: the caller's contract.
+        let this = unsafe { Self::from_header(h) };
         // The queue entry we popped owns `RUNNING`, hence the future.
-        let Some(aborted) = self.state.start_run() else {
+        let Some(aborted) = h.state.start_run() else {
             return;
         };
         // Registered: the registry keeps the task alive through this run,
         // so the run may donate its reference (module docs).
-        let donate = self.registry_slot.is_registered();
+        let donate = h.registry_slot.is_registered();
         let (result, donated) = if aborted {
             (Some(Err(JoinError::Cancelled)), false)
         } else {
-            self.poll_once(donate)
+            this.poll_once(donate)
         };
         if donated && result.is_some() {
             // Finishing needs a reference of our own again.
-            self.take_back_reference();
+            task.take_back_reference();
         }
         match result {
             Some(output) => {
@@ -454,126 +619,116 @@ where
                 // touch resources the joiner then sees released). A panic
                 // in its drop is contained like one in its poll.
                 // SAFETY: we hold `RUNNING`.
-                let fut = unsafe { self.future_mut() }.take();
+                let fut = unsafe { this.future_mut() }.take();
                 let output = match catch_unwind(AssertUnwindSafe(move || drop(fut))) {
                     Ok(()) => output,
                     Err(p) => Err(JoinError::Panicked(p)),
                 };
-                self.complete(output);
+                this.complete(output);
             }
             None => {
                 // The task waits: from now on shutdown must be able to find
                 // it outside the run queues (registry.rs). We still hold
                 // `RUNNING`, so this comes before any `remove`.
-                if !self.registry_slot.is_registered() {
-                    let me: TaskRef = self.clone();
-                    self.shared.tasks.insert(me, &self.registry_slot);
+                if !h.registry_slot.is_registered() {
+                    h.shared.tasks.insert(task.clone(), &h.registry_slot);
                 }
                 // Release the future; if woken during the poll (or asked to
                 // abort), go again, at the back of the queue.
-                if self.state.end_run_pending() == AfterPoll::Requeue {
+                if h.state.end_run_pending() == AfterPoll::Requeue {
                     if donated {
                         // Woken during the poll, so we queue it: until then
                         // nobody else runs or completes it, and the
                         // registry's reference covers this one.
-                        self.take_back_reference();
+                        task.take_back_reference();
                     }
                     if super::budget::exhausted() {
-                        Shared::schedule_budget_yield(self);
+                        Shared::schedule_budget_yield(task);
                     } else {
-                        Shared::schedule_yield(self);
+                        // Refused at shutdown: the registry's reference
+                        // lets the drain cancel it.
+                        let _ = Shared::schedule_yield(task);
                     }
                 } else if donated {
-                    // Our reference belongs to the waker clone now. `self`
+                    // Our reference belongs to the waker clone now. `task`
                     // must not be touched any more: the task may already be
                     // running elsewhere.
-                    std::mem::forget(self);
+                    task.forget();
                 }
             }
         }
     }
 
-    fn shutdown(&self) {
+    /// The vtable's `shutdown`.
+    ///
+    /// # Safety
+    ///
+    /// `h` is a `Task<F>`'s header, and no worker runs any more.
+    unsafe fn shutdown(h: &Header) {
+        // SAFETY: the caller's contract.
+        let this = unsafe { Self::from_header(h) };
         // SAFETY: called only after every worker stopped: nobody runs us.
-        let fut = unsafe { self.future_mut() }.take();
+        let fut = unsafe { this.future_mut() }.take();
         if fut.is_none() {
             return;
         }
         drop(fut);
-        self.complete(Err(JoinError::Cancelled));
-    }
-
-    /// The task's address: unique among live tasks, and a task leaves the
-    /// registry before its memory can be reused.
-    fn id(&self) -> u64 {
-        std::ptr::from_ref(self).addr() as u64
-    }
-
-    fn shared(&self) -> &Arc<Shared> {
-        &self.shared
+        this.complete(Err(JoinError::Cancelled));
     }
 }
 
-fn waker_vtable<F>() -> &'static RawWakerVTable
-where
-    F: Future + Send + 'static,
-    F::Output: Send + 'static,
-{
-    &RawWakerVTable::new(
-        clone_waker::<F>,
-        wake::<F>,
-        wake_by_ref::<F>,
-        drop_waker::<F>,
-    )
+impl TaskRef {
+    /// After a donation (module docs): a new reference for the run, which
+    /// still holds `self` (the donated one, about to be forgotten or
+    /// dropped as its own).
+    fn take_back_reference(&self) {
+        // The task is alive (the registry holds a reference through this
+        // run); the increment pairs with the drop of `self` later.
+        std::mem::forget(self.clone());
+    }
 }
 
-unsafe fn clone_waker<F>(p: *const ()) -> RawWaker
-where
-    F: Future + Send + 'static,
-    F::Output: Send + 'static,
-{
+/// The waker of every task: its data pointer is the task's header, and an
+/// owned waker holds one reference.
+static WAKER_VTABLE: RawWakerVTable =
+    RawWakerVTable::new(clone_waker, wake, wake_by_ref, drop_waker);
+
+/// The reference a waker's data pointer stands for, without taking it over.
+///
+/// # Safety
+///
+/// `p` is a task header with a live reference held by the caller.
+unsafe fn borrowed(p: *const ()) -> ManuallyDrop<TaskRef> {
+    // SAFETY: non-null (a header), and `ManuallyDrop` keeps the count as is.
+    ManuallyDrop::new(unsafe { TaskRef::from_raw(NonNull::new_unchecked(p.cast_mut().cast())) })
+}
+
+unsafe fn clone_waker(p: *const ()) -> RawWaker {
     // The first clone during a donating run takes over the run's reference
     // (module docs): no new one.
     if DONATE.get() == p {
         DONATE.set(std::ptr::null());
     } else {
-        // SAFETY: `p` is an `Arc<Task<F>>` data pointer with a live reference.
-        unsafe { Arc::increment_strong_count(p.cast::<Task<F>>()) };
+        // SAFETY: the waker we clone holds a reference.
+        std::mem::forget(TaskRef::clone(&*unsafe { borrowed(p) }));
     }
-    RawWaker::new(p, waker_vtable::<F>())
+    RawWaker::new(p, &WAKER_VTABLE)
 }
 
-unsafe fn wake<F>(p: *const ())
-where
-    F: Future + Send + 'static,
-    F::Output: Send + 'static,
-{
+unsafe fn wake(p: *const ()) {
     // SAFETY: an owned waker holds one reference, which we take over.
-    let task = unsafe { Arc::from_raw(p.cast::<Task<F>>()) };
-    task.wake_arc();
+    ManuallyDrop::into_inner(unsafe { borrowed(p) }).wake();
 }
 
-unsafe fn wake_by_ref<F>(p: *const ())
-where
-    F: Future + Send + 'static,
-    F::Output: Send + 'static,
-{
+unsafe fn wake_by_ref(p: *const ()) {
     // SAFETY: the waker holds a reference for the duration of this call;
     // we take a new one for the run queue.
-    let task = unsafe {
-        Arc::increment_strong_count(p.cast::<Task<F>>());
-        Arc::from_raw(p.cast::<Task<F>>())
-    };
-    task.wake_arc();
+    TaskRef::clone(&*unsafe { borrowed(p) }).wake();
 }
 
-unsafe fn drop_waker<F>(p: *const ())
-where
-    F: Future + Send + 'static,
-    F::Output: Send + 'static,
-{
+unsafe fn drop_waker(p: *const ()) {
     // SAFETY: an owned waker holds one reference, released here.
-    unsafe { drop(Arc::from_raw(p.cast::<Task<F>>())) };
+    drop(ManuallyDrop::into_inner(unsafe { borrowed(p) }));
 }
 
 /// What a `JoinHandle` needs of its task, with the future's type erased.
@@ -585,9 +740,11 @@ pub(crate) trait Joinable<T>: Send + Sync {
     /// committed itself).
     fn publish_join(&self, cx: BlockCx<'_>) -> Option<Registration>;
     fn withdraw_join(&self, reg: Registration);
-    fn abort(self: Arc<Self>);
+    fn abort(&self);
     fn is_finished(&self) -> bool;
     fn detach(&self);
+    /// The task's header, for the handle's reference.
+    fn task_header(&self) -> NonNull<Header>;
 }
 
 impl<F> Joinable<F::Output> for Task<F>
@@ -598,7 +755,6 @@ where
     fn poll_join(&self, cx: &mut Context<'_>) -> Poll<Result<F::Output, JoinError>> {
         let mut j = self.join.lock();
         if let Some(out) = j.output.take() {
-            j.handle_gone = true;
             return Poll::Ready(out);
         }
         match &mut j.waker {
@@ -609,15 +765,12 @@ where
     }
 
     fn try_join(&self) -> Option<Result<F::Output, JoinError>> {
-        let mut j = self.join.lock();
-        let out = j.output.take()?;
-        j.handle_gone = true;
-        Some(out)
+        self.join.lock().output.take()
     }
 
     fn publish_join(&self, cx: BlockCx<'_>) -> Option<Registration> {
         let mut j = self.join.lock();
-        if j.output.is_some() {
+        if matches!(j.output, Output::Ready(_)) {
             if cx.state.claim().is_ok() {
                 cx.state.commit_own(cx.leaf);
             }
@@ -632,23 +785,40 @@ where
         }
     }
 
-    fn abort(self: Arc<Self>) {
-        Task::abort(&self);
+    fn abort(&self) {
+        let h = self.header();
+        h.state.set_abort();
+        // SAFETY: the handle holds a reference while it calls us.
+        let me = unsafe { borrowed(std::ptr::from_ref(h).cast()) };
+        TaskRef::clone(&*me).wake();
     }
 
     fn is_finished(&self) -> bool {
-        self.state.is_complete()
+        self.header().state.is_complete()
     }
 
     fn detach(&self) {
         let out = {
             let mut j = self.join.lock();
-            j.handle_gone = true;
             j.waker = None;
-            j.output.take()
+            std::mem::replace(&mut j.output, Output::HandleGone)
         };
         drop(out);
     }
+
+    fn task_header(&self) -> NonNull<Header> {
+        NonNull::from(self.header())
+    }
+}
+
+/// The handle's reference to its task, released when the handle goes.
+///
+/// # Safety
+///
+/// `p` is the header of a task whose reference the caller owns.
+pub(crate) unsafe fn release(p: NonNull<Header>) {
+    // SAFETY: the caller's contract.
+    drop(unsafe { TaskRef::from_raw(p) });
 }
 
 #[cfg(all(test, not(loom)))]
