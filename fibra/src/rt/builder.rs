@@ -106,6 +106,7 @@ impl Builder {
             shutdown: AtomicBool::new(false),
             workers_stopped: AtomicBool::new(false),
             drain_lock: std::sync::Mutex::new(()),
+            heaps: (0..n).map(|_| super::task_alloc::Heap::new()).collect(),
         });
         let mut rt = Runtime {
             shared: shared.clone(),

@@ -4,6 +4,7 @@
 use super::idle::Idle;
 use super::park::Parker;
 use super::task::{AfterPoll, TaskState};
+use super::task_alloc::{FreeBlock, RemoteFree, next_of};
 use crate::chan::loom_models::model;
 use crate::loom::{Arc, AtomicBool, AtomicUsize, Ordering, thread};
 
@@ -116,5 +117,100 @@ fn loom_idle_worker_never_sleeps_through_new_work() {
             assert!(work.load(Ordering::SeqCst));
         }
         pusher.join().unwrap();
+    });
+}
+
+/// A block for the remote-free model: memory a `FreeBlock` is written
+/// into by `push` (first, so a block pointer is a `FreeBlock` pointer),
+/// and the freed task's last contents.
+#[repr(C)]
+struct Block {
+    link: std::mem::MaybeUninit<FreeBlock>,
+    payload: crate::loom::UnsafeCell<usize>,
+}
+
+/// A block pointer that may cross to a model thread.
+#[derive(Clone, Copy)]
+struct Sent(*mut FreeBlock);
+// SAFETY: the block's ownership moves with it (the model's protocol).
+unsafe impl Send for Sent {}
+
+fn payload<'a>(b: *mut FreeBlock) -> &'a crate::loom::UnsafeCell<usize> {
+    // SAFETY: every block of the model is a live `Block` until freed at the
+    // end; `link` is at offset 0.
+    unsafe { &(*b.cast::<Block>()).payload }
+}
+
+/// Takes the owner's view of a taken list: each block's index and
+/// contents, read at once (a data race if its push did not happen before
+/// the take).
+fn drain(mut b: *mut FreeBlock, blocks: &[Sent], got: &mut Vec<(usize, usize)>) {
+    while !b.is_null() {
+        // SAFETY: taken from the stack: ours.
+        let next = unsafe { next_of(b) };
+        let index = blocks
+            .iter()
+            .position(|s| s.0 == b)
+            .expect("a block that was never pushed");
+        // SAFETY: ours now (taken).
+        got.push((index, payload(b).with(|p| unsafe { *p })));
+        b = next;
+    }
+}
+
+#[test]
+fn loom_remote_frees_come_back_to_the_owner_exactly_once() {
+    // Two threads free a block each onto a page's remote stack (writing the
+    // block's contents first) while the owner takes the stack; whatever the
+    // interleaving, the owner gets each block once, and sees its contents
+    // (fails as a data race on the contents with a Relaxed push: checked).
+    model(|| {
+        let remote = Arc::new(RemoteFree::new());
+        let blocks: Vec<Sent> = (0..2)
+            .map(|_| {
+                let b = Box::into_raw(Box::new(Block {
+                    link: std::mem::MaybeUninit::uninit(),
+                    payload: crate::loom::UnsafeCell::new(0),
+                }));
+                Sent(b.cast())
+            })
+            .collect();
+        let pushers: Vec<_> = blocks
+            .iter()
+            .enumerate()
+            .map(|(i, &b)| {
+                let remote = remote.clone();
+                thread::spawn(move || {
+                    let b = b;
+                    // The freeing thread's last write to the block.
+                    // SAFETY: the block is this thread's until it pushes it.
+                    payload(b.0).with_mut(|p| unsafe { *p = 10 + i });
+                    // SAFETY: as above.
+                    unsafe { remote.push(b.0) };
+                })
+            })
+            .collect();
+        // The owner takes (and reads) blocks while the pushers may still run;
+        // it stops when it has them all (a lost block never comes: the
+        // model would not end).
+        let mut got = Vec::new();
+        while got.len() < 2 {
+            drain(remote.take_all(), &blocks, &mut got);
+            thread::yield_now();
+        }
+        for p in pushers {
+            p.join().unwrap();
+        }
+        assert!(remote.take_all().is_null(), "a block pushed twice");
+        got.sort_unstable();
+        assert_eq!(
+            got,
+            vec![(0, 10), (1, 11)],
+            "a block lost, taken twice, or seen stale"
+        );
+        for b in blocks {
+            // SAFETY: allocated above as a `Block`, freed once.
+            drop(unsafe { Box::from_raw(b.0.cast::<Block>()) });
+        }
     });
 }

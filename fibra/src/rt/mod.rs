@@ -20,7 +20,8 @@
 //! assert_eq!(sum, 5050);
 //! ```
 //!
-//! Layout: `task.rs` (a task's state machine and join state), `worker.rs`
+//! Layout: `task.rs` (a task's allocation, state machine and join state),
+//! `task_alloc.rs` (the workers' slabs that tasks are allocated from), `worker.rs`
 //! (the run loop, local queue and `next` slot), `idle.rs` (searching and
 //! sleeping workers), `park.rs` (a worker's parker), `registry.rs` (every
 //! live task, for shutdown), `blocking.rs` (the pool for blocking calls),
@@ -34,6 +35,7 @@ mod join;
 mod park;
 mod registry;
 mod task;
+mod task_alloc;
 mod worker;
 
 pub use blocking::spawn_blocking;
@@ -67,6 +69,8 @@ pub(crate) struct Shared {
     /// Serialises `drain_tasks`: the runtime's drop and a spawn racing it
     /// may both drain, and a task must be cancelled by one of them only.
     drain_lock: std::sync::Mutex<()>,
+    /// Task memory, one heap per worker (`task_alloc.rs`).
+    heaps: Box<[task_alloc::Heap]>,
 }
 
 impl Shared {

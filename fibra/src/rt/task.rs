@@ -163,7 +163,9 @@ pub(crate) struct Header {
     refs: AtomicUsize,
     vtable: &'static Vtable,
     registry_slot: Slot,
-    shared: Arc<Shared>,
+    /// Dropped by hand, last: it keeps the task's memory (its page, for a
+    /// slab task) alive until the block is given back.
+    shared: ManuallyDrop<Arc<Shared>>,
 }
 
 /// What differs between tasks of different future types.
@@ -460,13 +462,18 @@ where
     /// that entry's reference and the handle's (two references from the
     /// start, no atomic increment).
     pub(crate) fn allocate(future: F, shared: Arc<Shared>) -> (TaskRef, JoinHandle<F::Output>) {
-        let task = Box::new(Task {
+        let block = Self::slab_block(&shared);
+        let task = Task {
             header: Header {
                 state: TaskState::new(),
                 refs: AtomicUsize::new(2),
-                vtable: Self::VTABLE,
+                vtable: if block.is_some() {
+                    Self::VTABLE_SLAB
+                } else {
+                    Self::VTABLE_BOX
+                },
                 registry_slot: Slot::default(),
-                shared,
+                shared: ManuallyDrop::new(shared),
             },
             future: UnsafeCell::new(Some(future)),
             join: Lock::new(JoinState {
@@ -474,8 +481,17 @@ where
                 waker: None,
                 waiters: None,
             }),
-        });
-        let p = NonNull::from(Box::leak(task));
+        };
+        let p = match block {
+            Some(block) => {
+                let p = block.cast::<Self>();
+                // SAFETY: a fresh block of the slab, large and aligned
+                // enough for `Self` (`slab_block`).
+                unsafe { p.write(task) };
+                p
+            }
+            None => NonNull::from(Box::leak(Box::new(task))),
+        };
         let join: NonNull<dyn Joinable<F::Output>> = p;
         // SAFETY: two references were counted, one for each owner.
         let task = unsafe { TaskRef::from_raw(p.cast()) };
@@ -484,10 +500,33 @@ where
         (task, handle)
     }
 
-    const VTABLE: &'static Vtable = &Vtable {
+    /// A block of the current worker's slab (`task_alloc.rs`) if this
+    /// thread is a worker of `shared`'s runtime and the task fits; else the
+    /// task goes to the system allocator. (Always the latter in builds for
+    /// the AddressSanitizer, so that it checks every task's lifetime, and
+    /// under loom.)
+    fn slab_block(shared: &Arc<Shared>) -> Option<NonNull<u8>> {
+        if cfg!(any(loom, fibra_system_alloc)) {
+            return None;
+        }
+        let class = super::task_alloc::class_of(std::alloc::Layout::new::<Self>())?;
+        super::worker::with_current(|ctx| match ctx {
+            // SAFETY: we are this worker.
+            Some(ctx) if Arc::ptr_eq(&ctx.shared, shared) => unsafe { ctx.heap().alloc(class) },
+            _ => None,
+        })
+    }
+
+    const VTABLE_BOX: &'static Vtable = &Vtable {
         run: Self::run,
         shutdown: Self::shutdown,
-        dealloc: Self::dealloc,
+        dealloc: Self::dealloc_box,
+    };
+
+    const VTABLE_SLAB: &'static Vtable = &Vtable {
+        run: Self::run,
+        shutdown: Self::shutdown,
+        dealloc: Self::dealloc_slab,
     };
 
     /// The task behind a header.
@@ -500,12 +539,40 @@ where
         unsafe { &*std::ptr::from_ref(h).cast::<Self>() }
     }
 
+    /// The vtable's `dealloc` for a task from the system allocator.
+    ///
     /// # Safety
     ///
-    /// `p` is a `Task<F>` with no reference left.
-    unsafe fn dealloc(p: NonNull<Header>) {
-        // SAFETY: allocated by `new` as a `Box<Self>`; nobody refers to it.
-        drop(unsafe { Box::from_raw(p.cast::<Self>().as_ptr()) });
+    /// `p` is such a `Task<F>`, with no reference left.
+    unsafe fn dealloc_box(p: NonNull<Header>) {
+        // SAFETY: allocated by `allocate` as a `Box<Self>`; nobody refers
+        // to it any more.
+        let mut task = unsafe { Box::from_raw(p.cast::<Self>().as_ptr()) };
+        // SAFETY: taken once, here; the field is not used again.
+        let shared = unsafe { ManuallyDrop::take(&mut task.header.shared) };
+        drop(task);
+        drop(shared);
+    }
+
+    /// The vtable's `dealloc` for a task in a slab block.
+    ///
+    /// # Safety
+    ///
+    /// `p` is such a `Task<F>`, with no reference left.
+    unsafe fn dealloc_slab(p: NonNull<Header>) {
+        let task = p.cast::<Self>().as_ptr();
+        // SAFETY: nobody refers to the task any more: ours to drop. The
+        // runtime is taken out first and dropped last: it owns the page.
+        let shared = unsafe { ManuallyDrop::take(&mut (*task).header.shared) };
+        // SAFETY: as above; dropped once, in place.
+        unsafe { std::ptr::drop_in_place(task) };
+        super::worker::with_current(|ctx| {
+            let here = ctx.map(super::worker::WorkerCtx::heap);
+            // SAFETY: the block is no longer used, and its heap is alive
+            // (`shared` holds it); `here` is this thread's worker's heap.
+            unsafe { super::task_alloc::free(p.cast(), here) }
+        });
+        drop(shared);
     }
 
     fn header(&self) -> &Header {

@@ -106,6 +106,11 @@ impl WorkerCtx {
         }
     }
 
+    /// This worker's task memory.
+    pub(crate) fn heap(&self) -> &super::task_alloc::Heap {
+        &self.shared.heaps[self.index]
+    }
+
     /// Gives back the local queue (current-thread flavour, between
     /// `block_on` calls).
     pub(crate) fn into_local(self) -> Deque<TaskRef> {
