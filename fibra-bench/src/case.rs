@@ -106,8 +106,10 @@ pub type RunFn = Box<dyn FnMut() -> u64>;
 
 /// How a case is run.
 pub enum Runner {
-    /// In this process. The outer closure is the untimed setup (e.g. building
-    /// a runtime), called once per case; the [`RunFn`] it returns is called
+    /// In this executable: a full run gives each such row a fresh process
+    /// of its own (`harness::ROW_ARG`), which builds the rows and runs this
+    /// one. The outer closure is the untimed setup (e.g. building a
+    /// runtime), called once per case; the [`RunFn`] it returns is called
     /// for the warm-up and for every timed run.
     InProcess(Box<dyn FnOnce() -> RunFn>),
     /// An external peer's program (Go, Erlang, Racket) with this

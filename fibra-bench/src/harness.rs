@@ -4,12 +4,14 @@
 use std::any::Any;
 use std::fmt;
 use std::panic::{self, AssertUnwindSafe};
+use std::process::{Command, ExitCode, Stdio};
 use std::time::Instant;
 
 use crate::case::{Case, Params, RunFn, Runner, Spec};
 use crate::peers::external::{Peer, Peers};
 use crate::peers::{PeerRun, child};
 use crate::report::Row;
+use crate::workloads::Config;
 
 /// Median, min and max of the timed runs, in seconds.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -106,13 +108,29 @@ pub struct Summary {
 pub struct Harness {
     runs: usize,
     peers: Peers,
+    /// Run each in-process row in a fresh process of this executable,
+    /// which builds the rows from this configuration ([`row_main`]).
+    isolate: Option<Config>,
 }
 
 impl Harness {
     /// A harness doing `runs` timed runs per row; `peers` are prepared
     /// (built, compiled) on first use.
     pub fn new(runs: usize, peers: Peers) -> Self {
-        Self { runs, peers }
+        Self {
+            runs,
+            peers,
+            isolate: None,
+        }
+    }
+
+    /// Runs every in-process row in a process of its own (all its runs
+    /// there), so that no row measures in a heap another row left behind:
+    /// the allocator's state after one system's row changed another's
+    /// figures by up to 30% (tokio-mt's spawn-join after fibra's rows).
+    pub fn isolated(mut self, config: Config) -> Self {
+        self.isolate = Some(config);
+        self
     }
 
     /// Runs every case in order, printing one progress line per row on
@@ -182,8 +200,11 @@ impl Harness {
             message,
         };
         match runner {
-            Runner::InProcess(setup) => measure_in_process(label, spec, setup, self.runs)
-                .map(|samples| Samples::Timed(samples, Params::new())),
+            Runner::InProcess(setup) => match &self.isolate {
+                None => measure_in_process(label, spec, setup, self.runs),
+                Some(config) => measure_in_row_process(label, config, self.runs),
+            }
+            .map(|samples| Samples::Timed(samples, Params::new())),
             Runner::External { peer, program } => match self.peers.get(peer).launch() {
                 Ok(launch) => {
                     let reported = launch
@@ -248,6 +269,90 @@ fn measure_in_process(
             message: panic_message(payload.as_ref()),
         })
     })
+}
+
+/// The first argument that makes this executable a row process.
+pub const ROW_ARG: &str = "__row";
+
+/// Starts `fibra-bench __row <label> <runs> <quick> <workers>`, which runs
+/// the in-process row `label` (warm-up and timed runs, every result
+/// checked) and prints its timed samples as a JSON array. Its progress dots
+/// and any error go to our stderr.
+fn measure_in_row_process(
+    label: &str,
+    config: &Config,
+    runs: usize,
+) -> Result<Vec<f64>, BenchError> {
+    let failed = |message| BenchError::Peer {
+        case: label.to_string(),
+        message,
+    };
+    let exe =
+        std::env::current_exe().map_err(|e| failed(format!("cannot find this executable: {e}")))?;
+    let workers = config
+        .workers
+        .map_or_else(|| "-".to_string(), |n| n.to_string());
+    let output = Command::new(&exe)
+        .args([
+            ROW_ARG,
+            label,
+            &runs.to_string(),
+            &config.quick.to_string(),
+            &workers,
+        ])
+        .stderr(Stdio::inherit())
+        .output()
+        .map_err(|e| failed(format!("cannot start {}: {e}", exe.display())))?;
+    if !output.status.success() {
+        return Err(failed(format!(
+            "its process exited with {} (its error is above)",
+            output.status
+        )));
+    }
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    serde_json::from_str::<Vec<f64>>(stdout.trim())
+        .ok()
+        .filter(|samples| samples.len() == runs)
+        .ok_or_else(|| failed(format!("expected {runs} samples, got {stdout:?}")))
+}
+
+/// What `main` does when the first argument is [`ROW_ARG`]: measures one
+/// in-process row and prints its samples (see [`measure_in_row_process`]).
+pub fn row_main(args: &[String]) -> ExitCode {
+    let result = (|| {
+        let [label, runs, quick, workers] = args else {
+            return Err(format!(
+                "expected <label> <runs> <quick> <workers>, got {args:?}"
+            ));
+        };
+        let runs: usize = runs.parse().map_err(|e| format!("runs {runs:?}: {e}"))?;
+        let quick: bool = quick.parse().map_err(|e| format!("quick {quick:?}: {e}"))?;
+        let workers = match workers.as_str() {
+            "-" => None,
+            n => Some(n.parse().map_err(|e| format!("workers {n:?}: {e}"))?),
+        };
+        let config = Config { quick, workers };
+        let case = crate::workloads::all(&config)
+            .into_iter()
+            .find(|case| case.label() == *label)
+            .ok_or_else(|| format!("no row {label:?}"))?;
+        let Runner::InProcess(setup) = case.runner else {
+            return Err(format!("{label} is not an in-process row"));
+        };
+        let samples =
+            measure_in_process(label, &case.spec, setup, runs).map_err(|e| e.to_string())?;
+        serde_json::to_string(&samples).map_err(|e| e.to_string())
+    })();
+    match result {
+        Ok(line) => {
+            println!("{line}");
+            ExitCode::SUCCESS
+        }
+        Err(message) => {
+            eprintln!("fibra-bench {ROW_ARG}: {message}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 /// Checks the runs an external program reported (one warm-up, then `runs`

@@ -29,6 +29,9 @@ fn main() -> ExitCode {
     if args.first().is_some_and(|a| a == peers::child::ARG) {
         return peers::child::main(&args[1..]);
     }
+    if args.first().is_some_and(|a| a == harness::ROW_ARG) {
+        return harness::row_main(&args[1..]);
+    }
     match cli::parse(args.clone()) {
         Ok(Command::Help) => {
             print!("{}", cli::USAGE);
@@ -76,7 +79,9 @@ fn run(options: &Options, args: &[String]) -> Result<(), Box<dyn Error>> {
 
     let output_dir = paths::output_dir();
     let peers = Peers::new(&output_dir);
-    let summary = Harness::new(options.runs, peers).run_all(selected)?;
+    let summary = Harness::new(options.runs, peers)
+        .isolated(config)
+        .run_all(selected)?;
 
     let mut report = Report::new(started, command_line(args));
     report.quick = options.quick;
