@@ -123,3 +123,69 @@ fn many_pairs_exchange_every_message_across_workers() {
     });
     assert_eq!(total.load(Ordering::Relaxed), pairs * rounds as usize);
 }
+
+/// Tasks come from their spawning worker's slab; here their last
+/// references go on other threads (OS threads joining them, and tasks of
+/// different sizes completing on either worker), so their blocks go back
+/// through the pages' remote lists, and later rounds reuse those pages.
+/// Every task's future and output is dropped exactly once, and every
+/// output arrives intact (a block handed out twice would mix them).
+#[test]
+fn tasks_freed_off_their_worker_are_each_dropped_once() {
+    struct Counted(Arc<AtomicUsize>, [u64; 4]);
+    impl Drop for Counted {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    let rt = Runtime::builder().workers(2).build().unwrap();
+    let drops = Arc::new(AtomicUsize::new(0));
+    let per_round = 20_000 * scale() as usize;
+    for round in 0..3u64 {
+        let d = drops.clone();
+        let handles = rt.block_on(async move {
+            (0..per_round as u64)
+                .map(|i| {
+                    let guard = Counted(d.clone(), [i; 4]);
+                    let v = round * 1_000_000 + i;
+                    if i % 2 == 0 {
+                        // Small: the future holds the guard and a number.
+                        fibra::spawn(async move {
+                            Counted(guard.0.clone(), [v, v, v, drop_then(guard)])
+                        })
+                    } else {
+                        // Larger: a bigger future, another size class.
+                        let pad = [v; 24];
+                        fibra::spawn(async move {
+                            fibra::yield_now().await;
+                            Counted(guard.0.clone(), [pad[0], pad[23], v, drop_then(guard)])
+                        })
+                    }
+                })
+                .collect::<Vec<_>>()
+        });
+        // Join from two OS threads: the handles' references are the last
+        // ones there.
+        let mut handles = handles.into_iter().enumerate().collect::<Vec<_>>();
+        let other = handles.split_off(handles.len() / 2);
+        let check = move |hs: Vec<(usize, fibra::JoinHandle<Counted>)>| {
+            for (i, h) in hs {
+                let out = fibra::block_on(h).unwrap();
+                let v = round * 1_000_000 + i as u64;
+                assert_eq!(out.1, [v, v, v, 0], "task {i} of round {round}");
+            }
+        };
+        let t = std::thread::spawn(move || check(other));
+        check(handles);
+        t.join().unwrap();
+    }
+    drop(rt);
+    // Per task: its guard (dropped in its body) and its output.
+    assert_eq!(drops.load(Ordering::Relaxed), 3 * per_round * 2);
+}
+
+/// Drops `c` and returns 0.
+fn drop_then<T>(c: T) -> u64 {
+    drop(c);
+    0
+}
