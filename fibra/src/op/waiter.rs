@@ -5,9 +5,13 @@
 //! resource's lock; every dereference of their pointers happens under that
 //! lock (see `state.rs` for why the pointees outlive it).
 //!
-//! Queues are plain `VecDeque`s: records are pushed at the back, matched from
-//! the front (FIFO fairness among waiters), and stale records (their opstate
-//! already committed or cancelled) are dropped lazily by whoever meets them.
+//! Queues are FIFOs: records are pushed at the back, matched from the front
+//! (FIFO fairness among waiters), and stale records (their opstate already
+//! committed or cancelled) are dropped lazily by whoever meets them. The
+//! front record is kept inline and the rest in a `VecDeque`: most queues
+//! hold one waiter at a time (a rendezvous partner, a parked task), and
+//! then no allocation is made (a `VecDeque`'s first push allocates room for
+//! four records, 96 bytes) and no ring index is computed.
 //!
 //! # Plain records
 //!
@@ -144,14 +148,84 @@ unsafe impl Sync for Registration {}
 
 /// A FIFO of waiter records.
 pub(crate) struct WaitQueue<S> {
-    records: VecDeque<Waiter<S>>,
+    records: Records<S>,
 }
 
 impl<S> Default for WaitQueue<S> {
     fn default() -> Self {
         Self {
-            records: VecDeque::new(),
+            records: Records {
+                front: None,
+                rest: VecDeque::new(),
+            },
         }
+    }
+}
+
+/// The records of a queue, in order: `front`, then `rest`. `rest` is empty
+/// while `front` is `None`.
+struct Records<S> {
+    front: Option<Waiter<S>>,
+    rest: VecDeque<Waiter<S>>,
+}
+
+impl<S> Records<S> {
+    fn is_empty(&self) -> bool {
+        self.front.is_none()
+    }
+
+    fn front(&self) -> Option<&Waiter<S>> {
+        self.front.as_ref()
+    }
+
+    fn get(&self, i: usize) -> Option<&Waiter<S>> {
+        match i {
+            0 => self.front.as_ref(),
+            _ => self.rest.get(i - 1),
+        }
+    }
+
+    fn pop_front(&mut self) -> Option<Waiter<S>> {
+        let w = self.front.take()?;
+        if !self.rest.is_empty() {
+            self.front = self.rest.pop_front();
+        }
+        Some(w)
+    }
+
+    fn push_front(&mut self, w: Waiter<S>) {
+        if let Some(old) = self.front.replace(w) {
+            self.rest.push_front(old);
+        }
+    }
+
+    fn push_back(&mut self, w: Waiter<S>) {
+        if self.front.is_none() {
+            self.front = Some(w);
+        } else {
+            self.rest.push_back(w);
+        }
+    }
+
+    /// Removes record `i`.
+    fn remove(&mut self, i: usize) -> Option<Waiter<S>> {
+        match i {
+            0 => self.pop_front(),
+            _ => self.rest.remove(i - 1),
+        }
+    }
+
+    /// The position of the last record matching `f`.
+    fn rposition(&self, mut f: impl FnMut(&Waiter<S>) -> bool) -> Option<usize> {
+        match self.rest.iter().rposition(&mut f) {
+            Some(i) => Some(i + 1),
+            None => self.front.as_ref().filter(|w| f(w)).map(|_| 0),
+        }
+    }
+
+    /// Takes every record, in order.
+    fn drain(&mut self) -> impl Iterator<Item = Waiter<S>> + '_ {
+        self.front.take().into_iter().chain(self.rest.drain(..))
     }
 }
 
@@ -251,7 +325,7 @@ impl<S> WaitQueue<S> {
 
     /// Whether the record `reg` is still queued.
     pub(crate) fn contains(&self, reg: Registration) -> bool {
-        self.records.iter().rev().any(|w| w.is(reg))
+        self.records.rposition(|w| w.is(reg)).is_some()
     }
 
     /// Removes the record `reg`, if still queued (a committer may have
@@ -259,7 +333,7 @@ impl<S> WaitQueue<S> {
     pub(crate) fn remove(&mut self, reg: Registration) -> Option<Waiter<S>> {
         // Search from the back: a record withdrawn soon after publication,
         // the common case, is near the back of a long queue.
-        let pos = self.records.iter().rposition(|w| w.is(reg))?;
+        let pos = self.records.rposition(|w| w.is(reg))?;
         self.records.remove(pos)
     }
 
@@ -325,17 +399,68 @@ impl<S> WaitQueue<S> {
 
     /// Removes record `i`; the front (the common case) without shifting.
     fn take(&mut self, i: usize) -> Waiter<S> {
-        let w = if i == 0 {
-            self.records.pop_front()
-        } else {
-            self.records.remove(i)
-        };
-        w.expect("record at i")
+        self.records.remove(i).expect("record at i")
     }
 
     /// Commits every committable record with the given outcome left in their
     /// slots (a closing resource), returning the wakers to wake after unlock.
     pub(crate) fn commit_all(&mut self, wakers: &mut Vec<std::task::Waker>) {
-        wakers.extend(self.records.drain(..).filter_map(Waiter::commit));
+        wakers.extend(self.records.drain().filter_map(Waiter::commit));
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// The inline front plus ring keeps FIFO order through every operation
+    /// the queues use, checked against a plain `VecDeque` over a
+    /// pseudo-random sequence of them.
+    #[test]
+    fn records_keep_fifo_order_like_a_vecdeque() {
+        let op = OpState::new();
+        let slot = ();
+        let mut records = Records::<()> {
+            front: None,
+            rest: VecDeque::new(),
+        };
+        let mut model: VecDeque<usize> = VecDeque::new();
+        let mut next_leaf = 0;
+        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+        for _ in 0..20_000 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            match seed % 6 {
+                0 | 1 => {
+                    records.push_back(Waiter::new(&op, next_leaf, &slot));
+                    model.push_back(next_leaf);
+                    next_leaf += 1;
+                }
+                2 => assert_eq!(records.pop_front().map(|w| w.leaf()), model.pop_front()),
+                3 => {
+                    records.push_front(Waiter::new(&op, next_leaf, &slot));
+                    model.push_front(next_leaf);
+                    next_leaf += 1;
+                }
+                4 if !model.is_empty() => {
+                    // Remove by identity, as a withdrawal does.
+                    let leaf = model[(seed >> 8) as usize % model.len()];
+                    let reg = Waiter::new(&op, leaf, &slot).registration();
+                    let pos = records.rposition(|w| w.is(reg)).expect("queued");
+                    assert_eq!(records.remove(pos).map(|w| w.leaf()), Some(leaf));
+                    model.retain(|&l| l != leaf);
+                }
+                _ => {
+                    let i = (seed >> 8) as usize % (model.len() + 1);
+                    assert_eq!(records.get(i).map(Waiter::leaf), model.get(i).copied());
+                }
+            }
+            assert_eq!(records.is_empty(), model.is_empty());
+            assert_eq!(records.front().map(Waiter::leaf), model.front().copied());
+        }
+        let rest: Vec<usize> = records.drain().map(|w| w.leaf()).collect();
+        assert_eq!(rest, Vec::from(model));
+        assert!(records.is_empty());
     }
 }
