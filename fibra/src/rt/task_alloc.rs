@@ -40,7 +40,7 @@
 //!   `Task::dealloc_slab`), so a page outlives every block in it, including
 //!   a remote push of one.
 
-use crate::loom::{AtomicPtr, Ordering, UnsafeCell};
+use crate::loom::{AtomicBool, AtomicPtr, Ordering, UnsafeCell};
 use std::alloc::Layout;
 use std::cell::Cell;
 use std::ptr::{self, NonNull};
@@ -217,6 +217,10 @@ struct HeapInner {
 /// A worker's task memory (module docs).
 pub(crate) struct Heap {
     inner: std::cell::UnsafeCell<HeapInner>,
+    /// Set by other threads' frees: pages may have emptied without the
+    /// owner knowing ([`Heap::trim`]). A hint, read and cleared by the
+    /// owner only when it is about to sleep.
+    remote_freed: AtomicBool,
 }
 
 // SAFETY: the owner-only parts are touched only by the heap's worker (module
@@ -248,6 +252,7 @@ impl Heap {
                 }),
                 spare: Vec::new(),
             }),
+            remote_freed: AtomicBool::new(false),
         }
     }
 
@@ -392,17 +397,80 @@ impl Heap {
         if p.used.get() == 0 {
             // Empty: nothing of it is in use nor on its remote list.
             c.unlink(page);
-            if inner.spare.len() < SPARE_MAX {
-                inner.spare.push(page);
-            } else {
-                // SAFETY: allocated with this layout; nobody refers to it.
-                unsafe { std::alloc::dealloc(page.cast(), page_layout()) };
-            }
+            Self::release(&mut inner.spare, page);
         } else if was_full {
             // Room again: to the front, where `refill` looks first.
             c.unlink(page);
             c.push_front(page);
         }
+    }
+}
+
+impl Heap {
+    /// An empty page of ours, in no list: kept as a spare, or given back.
+    fn release(spare: &mut Vec<*mut Page>, page: *mut Page) {
+        if spare.len() < SPARE_MAX {
+            spare.push(page);
+        } else {
+            // SAFETY: allocated with this layout; empty, and nobody refers
+            // to it any more.
+            unsafe { std::alloc::dealloc(page.cast(), page_layout()) };
+        }
+    }
+
+    /// Gives back the pages that other threads' frees emptied (the owner
+    /// only learns of those frees when it looks at a page): called by the
+    /// worker when it runs out of work, before it sleeps. Nothing to do,
+    /// and no atomic read-modify-write, unless a remote free happened
+    /// since the last time. Best effort: a free racing this sweep may be
+    /// left for the next one.
+    ///
+    /// # Safety
+    ///
+    /// The caller is this heap's worker.
+    pub(crate) unsafe fn trim(&self) {
+        if !self.remote_freed.load(Ordering::Relaxed)
+            || !self.remote_freed.swap(false, Ordering::Acquire)
+        {
+            return;
+        }
+        // SAFETY: the caller's contract.
+        let HeapInner { classes, spare } = unsafe { self.inner() };
+        for c in classes.iter_mut() {
+            let mut p = c.head;
+            while !p.is_null() {
+                // SAFETY: a listed page of ours.
+                let page = unsafe { &*p };
+                let next = page.next.get();
+                let was_full = !page.has_room();
+                page.collect();
+                if page.used.get() == 0 {
+                    c.unlink(p);
+                    Self::release(spare, p);
+                } else if was_full && page.has_room() {
+                    c.unlink(p);
+                    c.push_front(p);
+                }
+                p = next;
+            }
+        }
+    }
+
+    /// Pages in the lists (not current, not spare): for tests.
+    #[cfg(test)]
+    fn listed_pages(&self) -> usize {
+        // SAFETY: tests call this on the heap's worker thread.
+        let inner = unsafe { self.inner() };
+        let mut n = 0;
+        for c in &inner.classes {
+            let mut p = c.head;
+            while !p.is_null() {
+                n += 1;
+                // SAFETY: a listed page of ours.
+                p = unsafe { (*p).next.get() };
+            }
+        }
+        n
     }
 }
 
@@ -493,8 +561,18 @@ pub(crate) unsafe fn free(block: NonNull<u8>, here: Option<&Heap>) {
     match here {
         // SAFETY: we are the owner's worker.
         Some(heap) if ptr::eq(heap, owner) => unsafe { heap.free_local(page, block.as_ptr()) },
-        // SAFETY: the block is ours to give back; the page is alive.
-        _ => unsafe { (*page).remote.push(block.as_ptr().cast()) },
+        _ => {
+            // SAFETY: the block is ours to give back; the page is alive.
+            unsafe { (*page).remote.push(block.as_ptr().cast()) };
+            // SAFETY: the page is alive, so is its heap (module invariants).
+            let owner = unsafe { &*owner };
+            // A plain load first: the flag is usually set already, and then
+            // we leave its cache line alone. Release: a sweep that sees the
+            // flag (Acquire) sees our push.
+            if !owner.remote_freed.load(Ordering::Relaxed) {
+                owner.remote_freed.store(true, Ordering::Release);
+            }
+        }
     }
 }
 
@@ -575,6 +653,33 @@ mod tests {
             }
         }
         assert_eq!(rounds[0], rounds[1]);
+    }
+
+    /// Pages that other threads' frees emptied go back at the owner's next
+    /// `trim` (spares aside).
+    #[test]
+    fn trim_gives_back_pages_emptied_by_remote_frees() {
+        let heap = Heap::new();
+        let class = class_of(layout(512)).unwrap();
+        // SAFETY: this thread is the heap's worker.
+        let blocks: Vec<Sent> = (0..(SPARE_MAX + 6) * (PAGE / 512))
+            .map(|_| Sent(unsafe { heap.alloc(class) }.unwrap()))
+            .collect();
+        assert!(heap.listed_pages() >= SPARE_MAX + 4);
+        std::thread::scope(|s| {
+            s.spawn(move || {
+                for b in blocks {
+                    // SAFETY: allocated above, no longer used; no worker.
+                    unsafe { free(b.0, None) };
+                }
+            });
+        });
+        // SAFETY: as above.
+        unsafe { heap.trim() };
+        assert_eq!(heap.listed_pages(), 0, "emptied pages still listed");
+        // SAFETY: as above.
+        let spare = unsafe { heap.inner() }.spare.len();
+        assert_eq!(spare, SPARE_MAX);
     }
 
     /// A block freed by another thread onto a full page that is no longer

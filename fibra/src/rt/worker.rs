@@ -344,6 +344,9 @@ impl WorkerCtx {
                 continue;
             }
             searching = false;
+            // Out of work: give back task memory other threads freed.
+            // SAFETY: we are this heap's worker.
+            unsafe { self.heap().trim() };
             // Final look, then sleep.
             let idle = &self.shared.idle;
             idle.register_sleeper(self.index);
