@@ -533,3 +533,34 @@ fn a_task_woken_just_before_the_runtime_drops_is_freed_with_it() {
         drop(h);
     }
 }
+
+/// A task has one output: joining its handle again after a `join_op` took
+/// it panics with a message (it used to wait forever).
+#[test]
+fn joining_a_handle_after_join_op_took_the_output_panics() {
+    use fibra::Op;
+    let rt = fibra::Runtime::builder().current_thread().build().unwrap();
+    for again_with_op in [false, true] {
+        let msg = rt
+            .block_on(async move {
+                let h = fibra::spawn(async { 5 });
+                assert_eq!(h.join_op().await.unwrap(), 5);
+                fibra::spawn(async move {
+                    if again_with_op {
+                        let _ = h.join_op().wrap(|r| r.ok()).await;
+                    } else {
+                        let _ = h.await;
+                    }
+                })
+                .await
+            })
+            .unwrap_err()
+            .into_panic();
+        let msg = msg
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| msg.downcast_ref::<String>().cloned())
+            .unwrap();
+        assert!(msg.contains("join a task once"), "{msg}");
+    }
+}

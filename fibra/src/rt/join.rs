@@ -1,7 +1,7 @@
 //! `JoinHandle`: await a task's output, use its completion in a choice,
 //! abort it, or detach it by dropping the handle.
 
-use super::task::{JoinError, Joinable, release};
+use super::task::{self, JoinError, Joinable};
 use crate::op::waiter::Registration;
 use crate::op::{BlockCx, Op, sealed::Sealed};
 use std::fmt;
@@ -66,7 +66,9 @@ impl<T> JoinHandle<T> {
     /// });
     /// ```
     pub fn abort(&self) {
-        self.task().abort();
+        // SAFETY: the handle holds a reference; `self.task` points at the
+        // task's allocation, header first (`repr(C)`), with its provenance.
+        unsafe { task::abort(self.task.cast()) };
     }
 
     /// Whether the task has finished (output ready, panicked or cancelled).
@@ -84,6 +86,10 @@ impl<T> JoinHandle<T> {
     }
 
     /// The op of joining the task, for choices.
+    ///
+    /// A task has one output: the first join to commit (this op, or
+    /// awaiting the handle) takes it, and joining the same handle again
+    /// after that panics.
     ///
     /// ```
     /// use fibra::{Op, choose};
@@ -123,14 +129,22 @@ impl<T> Future for JoinHandle<T> {
 
 impl<T> Drop for JoinHandle<T> {
     fn drop(&mut self) {
+        /// Releases the handle's reference, even if dropping the output
+        /// (user code) panics.
+        struct Release(NonNull<task::Header>);
+        impl Drop for Release {
+            fn drop(&mut self) {
+                // SAFETY: the handle's reference, released once; the
+                // pointer has the allocation's provenance (see `abort`).
+                unsafe { task::release(self.0) };
+            }
+        }
+        let _release = Release(self.task.cast());
         // After a completed join the output is gone and the task knows the
         // handle took it: nothing to detach.
         if !self.done {
             self.task().detach();
         }
-        let header = self.task().task_header();
-        // SAFETY: the handle's reference, released once.
-        unsafe { release(header) };
     }
 }
 
@@ -179,9 +193,9 @@ impl<T> Op for JoinOp<'_, T> {
 
     fn finish(mut self: Pin<&mut Self>, _leaf: usize) -> Self::Output {
         *self.as_mut().published() = None;
-        self.task
-            .try_join()
-            .expect("a committed join has its output")
+        self.task.try_join().expect(
+            "the task's output went to another join of this `JoinHandle` (join a task once)",
+        )
     }
 
     fn abandon(self: Pin<&mut Self>, _leaf: usize) {

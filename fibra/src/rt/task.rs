@@ -173,7 +173,7 @@ struct Vtable {
     /// Polls the task once; consumes the queue entry's reference.
     run: unsafe fn(TaskRef),
     /// Drops the future and completes the task as cancelled.
-    shutdown: unsafe fn(&Header),
+    shutdown: unsafe fn(NonNull<Header>),
     /// Drops the task and frees its allocation (no reference is left).
     dealloc: unsafe fn(NonNull<Header>),
 }
@@ -220,10 +220,10 @@ impl TaskRef {
     /// Drops the future and completes the task as cancelled (shutdown,
     /// once no worker runs).
     pub(crate) fn shutdown(&self) {
-        let h = self.header();
+        let shutdown = self.header().vtable.shutdown;
         // SAFETY: `shutdown` belongs to this task's type; the caller is
         // shutdown, after every worker stopped.
-        unsafe { (h.vtable.shutdown)(h) }
+        unsafe { shutdown(self.0) }
     }
 
     /// The task's address: unique among live tasks, and a task leaves the
@@ -250,7 +250,12 @@ impl Clone for TaskRef {
     fn clone(&self) -> Self {
         // Relaxed: a new reference is made from one we hold, as `Arc` does;
         // nothing is published through the count itself.
-        self.header().refs.fetch_add(1, Ordering::Relaxed);
+        let old = self.header().refs.fetch_add(1, Ordering::Relaxed);
+        // As `Arc`: a count this high means references are being leaked
+        // (forgotten wakers); abort before it can wrap to a free.
+        if old > isize::MAX as usize {
+            std::process::abort();
+        }
         Self(self.0)
     }
 }
@@ -389,7 +394,12 @@ impl TaskState {
     pub(crate) fn end_run_pending(&self) -> AfterPoll {
         let mut s = self.0.load(Ordering::Relaxed);
         loop {
-            let new = if s & NOTIFIED != 0 {
+            // Woken during the poll, or asked to abort: keep `RUNNING` for
+            // the entry we push again (the next run sees `ABORT` and
+            // cancels). Never release `RUNNING` only to take it back: once
+            // released, the task may run, finish and be freed elsewhere
+            // (a run that donated its reference holds none).
+            let new = if s & (NOTIFIED | ABORT) != 0 {
                 s & !NOTIFIED
             } else {
                 s & !RUNNING
@@ -405,11 +415,9 @@ impl TaskState {
                 Err(actual) => s = actual,
             }
         }
-        if s & NOTIFIED != 0 {
-            // A wake during the poll saw RUNNING and left the queueing to us.
-            return AfterPoll::Requeue;
-        }
-        if s & ABORT != 0 && self.notify() {
+        if s & (NOTIFIED | ABORT) != 0 {
+            // A wake during the poll saw RUNNING and left the queueing to
+            // us; or an abort did.
             return AfterPoll::Requeue;
         }
         AfterPoll::Idle
@@ -529,14 +537,16 @@ where
         dealloc: Self::dealloc_slab,
     };
 
-    /// The task behind a header.
+    /// The task behind a header pointer (one with the provenance of the
+    /// whole allocation, as every `TaskRef`'s has: never one made from a
+    /// `&Header`).
     ///
     /// # Safety
     ///
-    /// `h` is the header of a `Task<F>` (its vtable is `Self::VTABLE`).
-    unsafe fn from_header(h: &Header) -> &Self {
+    /// `p` is the header of a live `Task<F>`.
+    unsafe fn from_header<'a>(p: NonNull<Header>) -> &'a Self {
         // SAFETY: `repr(C)` with the header first: same address.
-        unsafe { &*std::ptr::from_ref(h).cast::<Self>() }
+        unsafe { p.cast::<Self>().as_ref() }
     }
 
     /// The vtable's `dealloc` for a task from the system allocator.
@@ -548,10 +558,11 @@ where
         // SAFETY: allocated by `allocate` as a `Box<Self>`; nobody refers
         // to it any more.
         let mut task = unsafe { Box::from_raw(p.cast::<Self>().as_ptr()) };
-        // SAFETY: taken once, here; the field is not used again.
-        let shared = unsafe { ManuallyDrop::take(&mut task.header.shared) };
+        // SAFETY: taken once, here; the field is not used again. Dropped
+        // last (and even if the task's drop panics: the `Box` frees its
+        // memory while unwinding, and `shared` goes with this frame).
+        let _shared = unsafe { ManuallyDrop::take(&mut task.header.shared) };
         drop(task);
-        drop(shared);
     }
 
     /// The vtable's `dealloc` for a task in a slab block.
@@ -560,19 +571,31 @@ where
     ///
     /// `p` is such a `Task<F>`, with no reference left.
     unsafe fn dealloc_slab(p: NonNull<Header>) {
+        /// Gives the block back, then drops the runtime that owns its page:
+        /// in this order, and also if the task's drop panics.
+        struct GiveBack(NonNull<Header>, ManuallyDrop<Arc<Shared>>);
+        impl Drop for GiveBack {
+            fn drop(&mut self) {
+                let block = self.0.cast();
+                super::worker::with_current(|ctx| {
+                    let here = ctx.map(super::worker::WorkerCtx::heap);
+                    // SAFETY: the task was dropped (or its drop unwound):
+                    // the block is no longer used, and its heap is alive
+                    // (`self.1` holds the runtime); `here` is this
+                    // thread's worker's heap.
+                    unsafe { super::task_alloc::free(block, here) }
+                });
+                // SAFETY: taken once, here.
+                drop(unsafe { ManuallyDrop::take(&mut self.1) });
+            }
+        }
         let task = p.cast::<Self>().as_ptr();
         // SAFETY: nobody refers to the task any more: ours to drop. The
         // runtime is taken out first and dropped last: it owns the page.
         let shared = unsafe { ManuallyDrop::take(&mut (*task).header.shared) };
+        let _give_back = GiveBack(p, ManuallyDrop::new(shared));
         // SAFETY: as above; dropped once, in place.
         unsafe { std::ptr::drop_in_place(task) };
-        super::worker::with_current(|ctx| {
-            let here = ctx.map(super::worker::WorkerCtx::heap);
-            // SAFETY: the block is no longer used, and its heap is alive
-            // (`shared` holds it); `here` is this thread's worker's heap.
-            unsafe { super::task_alloc::free(p.cast(), here) }
-        });
-        drop(shared);
     }
 
     fn header(&self) -> &Header {
@@ -624,8 +647,15 @@ where
     /// Polls the future once. With `donate`, the first clone of the waker
     /// made on this thread during the poll takes over the run's reference
     /// (module docs); the second result says whether that happened.
-    fn poll_once(&self, donate: bool) -> (Option<Result<F::Output, JoinError>>, bool) {
-        let me: *const () = std::ptr::from_ref(self).cast();
+    fn poll_once(
+        &self,
+        me: NonNull<Header>,
+        donate: bool,
+    ) -> (Option<Result<F::Output, JoinError>>, bool) {
+        // `me` (the run's `TaskRef`) rather than `self`: wakers made from it
+        // may free the task, so it must carry the whole allocation's
+        // provenance.
+        let me: *const () = me.as_ptr().cast_const().cast();
         // A waker borrowing our reference: no refcount traffic per poll.
         let raw = RawWaker::new(me, &WAKER_VTABLE);
         // SAFETY: the vtable's functions treat the data pointer as a task
@@ -661,9 +691,9 @@ where
     ///
     /// `task` is a `Task<F>`.
     unsafe fn run(task: TaskRef) {
-        let h = task.header();
         // SAFETY: the caller's contract.
-        let this = unsafe { Self::from_header(h) };
+        let this = unsafe { Self::from_header(task.0) };
+        let h = &this.header;
         // The queue entry we popped owns `RUNNING`, hence the future.
         let Some(aborted) = h.state.start_run() else {
             return;
@@ -674,7 +704,7 @@ where
         let (result, donated) = if aborted {
             (Some(Err(JoinError::Cancelled)), false)
         } else {
-            this.poll_once(donate)
+            this.poll_once(task.0, donate)
         };
         if donated && result.is_some() {
             // Finishing needs a reference of our own again.
@@ -730,10 +760,10 @@ where
     ///
     /// # Safety
     ///
-    /// `h` is a `Task<F>`'s header, and no worker runs any more.
-    unsafe fn shutdown(h: &Header) {
+    /// `p` is a live `Task<F>`'s header, and no worker runs any more.
+    unsafe fn shutdown(p: NonNull<Header>) {
         // SAFETY: the caller's contract.
-        let this = unsafe { Self::from_header(h) };
+        let this = unsafe { Self::from_header(p) };
         // SAFETY: called only after every worker stopped: nobody runs us.
         let fut = unsafe { this.future_mut() }.take();
         if fut.is_none() {
@@ -807,11 +837,8 @@ pub(crate) trait Joinable<T>: Send + Sync {
     /// committed itself).
     fn publish_join(&self, cx: BlockCx<'_>) -> Option<Registration>;
     fn withdraw_join(&self, reg: Registration);
-    fn abort(&self);
     fn is_finished(&self) -> bool;
     fn detach(&self);
-    /// The task's header, for the handle's reference.
-    fn task_header(&self) -> NonNull<Header>;
 }
 
 impl<F> Joinable<F::Output> for Task<F>
@@ -824,6 +851,11 @@ where
         if let Some(out) = j.output.take() {
             return Poll::Ready(out);
         }
+        // Taken by a `join_op` of this handle: it would never come.
+        assert!(
+            !matches!(j.output, Output::HandleGone),
+            "`JoinHandle` awaited after a `join_op` took the task's output (join a task once)"
+        );
         match &mut j.waker {
             Some(w) if w.will_wake(cx.waker()) => {}
             slot => *slot = Some(cx.waker().clone()),
@@ -837,6 +869,11 @@ where
 
     fn publish_join(&self, cx: BlockCx<'_>) -> Option<Registration> {
         let mut j = self.join.lock();
+        // Taken by another join of this handle: it would never come.
+        assert!(
+            !matches!(j.output, Output::HandleGone),
+            "`join_op` performed after another join took the task's output (join a task once)"
+        );
         if matches!(j.output, Output::Ready(_)) {
             if cx.state.claim().is_ok() {
                 cx.state.commit_own(cx.leaf);
@@ -852,14 +889,6 @@ where
         }
     }
 
-    fn abort(&self) {
-        let h = self.header();
-        h.state.set_abort();
-        // SAFETY: the handle holds a reference while it calls us.
-        let me = unsafe { borrowed(std::ptr::from_ref(h).cast()) };
-        TaskRef::clone(&*me).wake();
-    }
-
     fn is_finished(&self) -> bool {
         self.header().state.is_complete()
     }
@@ -872,20 +901,30 @@ where
         };
         drop(out);
     }
-
-    fn task_header(&self) -> NonNull<Header> {
-        NonNull::from(self.header())
-    }
 }
 
-/// The handle's reference to its task, released when the handle goes.
+/// Releases a reference to a task (the handle's, when it goes).
 ///
 /// # Safety
 ///
-/// `p` is the header of a task whose reference the caller owns.
+/// `p` is the header of a task whose reference the caller owns, with the
+/// provenance of the whole allocation.
 pub(crate) unsafe fn release(p: NonNull<Header>) {
     // SAFETY: the caller's contract.
     drop(unsafe { TaskRef::from_raw(p) });
+}
+
+/// Asks a task to stop ([`JoinHandle::abort`]).
+///
+/// # Safety
+///
+/// `p` is the header of a task the caller holds a reference to, with the
+/// provenance of the whole allocation.
+pub(crate) unsafe fn abort(p: NonNull<Header>) {
+    // SAFETY: the caller's reference keeps the task alive during the call.
+    let task = unsafe { borrowed(p.as_ptr().cast_const().cast()) };
+    task.header().state.set_abort();
+    TaskRef::clone(&task).wake();
 }
 
 #[cfg(all(test, not(loom)))]

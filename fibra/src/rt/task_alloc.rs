@@ -299,8 +299,11 @@ impl Heap {
         }
         let c = &mut inner.classes[class];
         let mut p = c.head;
+        // The first page sent to the back: meeting it again means every
+        // listed page was looked at.
+        let mut first_rotated = ptr::null_mut();
         for _ in 0..SCAN_MAX {
-            if p.is_null() {
+            if p.is_null() || p == first_rotated {
                 break;
             }
             // SAFETY: a listed page of ours.
@@ -318,6 +321,9 @@ impl Heap {
             // Full: look at the others first next time.
             c.unlink(p);
             c.push_back(p);
+            if first_rotated.is_null() {
+                first_rotated = p;
+            }
             p = next;
         }
         let fresh = match inner.spare.pop() {
@@ -566,12 +572,12 @@ pub(crate) unsafe fn free(block: NonNull<u8>, here: Option<&Heap>) {
             unsafe { (*page).remote.push(block.as_ptr().cast()) };
             // SAFETY: the page is alive, so is its heap (module invariants).
             let owner = unsafe { &*owner };
-            // A plain load first: the flag is usually set already, and then
-            // we leave its cache line alone. Release: a sweep that sees the
-            // flag (Acquire) sees our push.
-            if !owner.remote_freed.load(Ordering::Relaxed) {
-                owner.remote_freed.store(true, Ordering::Release);
-            }
+            // Always a store, after the push (no "already set?" load: a
+            // sweep could clear the flag between that load and its look at
+            // our page, and miss the page for good). Release: a sweep whose
+            // swap reads this store (Acquire) sees our push; if the sweep's
+            // swap came first, the flag stays set for the next sweep.
+            owner.remote_freed.store(true, Ordering::Release);
         }
     }
 }
