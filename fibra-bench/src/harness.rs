@@ -4,7 +4,7 @@
 use std::any::Any;
 use std::fmt;
 use std::panic::{self, AssertUnwindSafe};
-use std::process::{Command, ExitCode, Stdio};
+use std::process::ExitCode;
 use std::time::Instant;
 
 use crate::case::{Case, Params, RunFn, Runner, Spec};
@@ -287,29 +287,12 @@ fn measure_in_row_process(
         case: label.to_string(),
         message,
     };
-    let exe =
-        std::env::current_exe().map_err(|e| failed(format!("cannot find this executable: {e}")))?;
     let workers = config
         .workers
         .map_or_else(|| "-".to_string(), |n| n.to_string());
-    let output = Command::new(&exe)
-        .args([
-            ROW_ARG,
-            label,
-            &runs.to_string(),
-            &config.quick.to_string(),
-            &workers,
-        ])
-        .stderr(Stdio::inherit())
-        .output()
-        .map_err(|e| failed(format!("cannot start {}: {e}", exe.display())))?;
-    if !output.status.success() {
-        return Err(failed(format!(
-            "its process exited with {} (its error is above)",
-            output.status
-        )));
-    }
-    let stdout = String::from_utf8_lossy(&output.stdout);
+    let (runs_arg, quick) = (runs.to_string(), config.quick.to_string());
+    let stdout =
+        child::run_self(&[ROW_ARG, label, &runs_arg, &quick, &workers], true).map_err(failed)?;
     serde_json::from_str::<Vec<f64>>(stdout.trim())
         .ok()
         .filter(|samples| samples.len() == runs)

@@ -8,7 +8,7 @@
 //! one JSON line in the format of the Go peer (see [`super::parse_run`]);
 //! the harness starts it once for the warm-up and once per timed run.
 
-use std::process::{Command, ExitCode};
+use std::process::{Command, ExitCode, Stdio};
 
 use serde_json::{Map, Value, json};
 
@@ -19,27 +19,44 @@ pub const ARG: &str = "__child";
 
 /// Starts `fibra-bench __child <args>...` and returns the run it reports.
 pub fn run_once(args: &[String]) -> Result<PeerRun, String> {
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find this executable: {e}"))?;
-    let output = Command::new(&exe)
-        .arg(ARG)
-        .args(args)
-        .output()
-        .map_err(|e| format!("cannot start {}: {e}", exe.display()))?;
-    if !output.status.success() {
-        return Err(format!(
-            "`{} {ARG} {}` exited with {}: {}",
-            exe.display(),
-            args.join(" "),
-            output.status,
-            String::from_utf8_lossy(&output.stderr).trim()
-        ));
-    }
-    let stdout = String::from_utf8_lossy(&output.stdout);
+    let args: Vec<&str> = std::iter::once(ARG)
+        .chain(args.iter().map(String::as_str))
+        .collect();
+    let stdout = run_self(&args, false)?;
     let mut lines = stdout.lines().filter(|line| !line.trim().is_empty());
     match (lines.next(), lines.next()) {
         (Some(line), None) => parse_run(line),
         _ => Err(format!("expected one line from the child, got: {stdout:?}")),
     }
+}
+
+/// Runs this executable with `args` and returns what it printed on
+/// stdout. Its stderr is shown as it comes with `show_stderr` (progress),
+/// else captured into the error if it fails.
+pub fn run_self(args: &[&str], show_stderr: bool) -> Result<String, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find this executable: {e}"))?;
+    let mut command = Command::new(&exe);
+    command.args(args);
+    if show_stderr {
+        command.stderr(Stdio::inherit());
+    }
+    let output = command
+        .output()
+        .map_err(|e| format!("cannot start {}: {e}", exe.display()))?;
+    if !output.status.success() {
+        let stderr = if show_stderr {
+            "its error is above".into()
+        } else {
+            String::from_utf8_lossy(&output.stderr).trim().to_string()
+        };
+        return Err(format!(
+            "`{} {}` exited with {}: {stderr}",
+            exe.display(),
+            args.join(" "),
+            output.status,
+        ));
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
 }
 
 /// The line a child prints: its time, its result and its figures.

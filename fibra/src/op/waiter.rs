@@ -154,10 +154,7 @@ pub(crate) struct WaitQueue<S> {
 impl<S> Default for WaitQueue<S> {
     fn default() -> Self {
         Self {
-            records: Records {
-                front: None,
-                rest: VecDeque::new(),
-            },
+            records: Records::new(),
         }
     }
 }
@@ -170,6 +167,13 @@ struct Records<S> {
 }
 
 impl<S> Records<S> {
+    fn new() -> Self {
+        Self {
+            front: None,
+            rest: VecDeque::new(),
+        }
+    }
+
     fn is_empty(&self) -> bool {
         self.front.is_none()
     }
@@ -187,9 +191,7 @@ impl<S> Records<S> {
 
     fn pop_front(&mut self) -> Option<Waiter<S>> {
         let w = self.front.take()?;
-        if !self.rest.is_empty() {
-            self.front = self.rest.pop_front();
-        }
+        self.front = self.rest.pop_front();
         Some(w)
     }
 
@@ -420,10 +422,7 @@ mod tests {
     fn records_keep_fifo_order_like_a_vecdeque() {
         let op = OpState::new();
         let slot = ();
-        let mut records = Records::<()> {
-            front: None,
-            rest: VecDeque::new(),
-        };
+        let mut records = Records::<()>::new();
         let mut model: VecDeque<usize> = VecDeque::new();
         let mut next_leaf = 0;
         let mut seed = 0x2545_f491_4f6c_dd1d_u64;

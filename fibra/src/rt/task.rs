@@ -168,6 +168,14 @@ pub(crate) struct Header {
     shared: ManuallyDrop<Arc<Shared>>,
 }
 
+impl Header {
+    /// The task's address: unique among live tasks, and a task leaves the
+    /// registry before its memory can be reused.
+    fn id(&self) -> u64 {
+        std::ptr::from_ref(self).addr() as u64
+    }
+}
+
 /// What differs between tasks of different future types.
 struct Vtable {
     /// Polls the task once; consumes the queue entry's reference.
@@ -226,10 +234,9 @@ impl TaskRef {
         unsafe { shutdown(self.0) }
     }
 
-    /// The task's address: unique among live tasks, and a task leaves the
-    /// registry before its memory can be reused.
+    /// The task's identity in the registry.
     pub(crate) fn id(&self) -> u64 {
-        self.0.as_ptr().addr() as u64
+        self.header().id()
     }
 
     /// A wake (by value): queues the task if it was idle.
@@ -598,10 +605,6 @@ where
         unsafe { std::ptr::drop_in_place(task) };
     }
 
-    fn header(&self) -> &Header {
-        &self.header
-    }
-
     fn complete(&self, output: Result<F::Output, JoinError>) {
         // Release: the output is written (under the lock) before COMPLETE.
         let (waker, wakers, dropped) = {
@@ -619,9 +622,9 @@ where
             }
             (j.waker.take(), wakers, dropped)
         };
-        let h = self.header();
+        let h = &self.header;
         h.state.complete();
-        h.shared.tasks.remove(self.id(), &h.registry_slot);
+        h.shared.tasks.remove(h.id(), &h.registry_slot);
         drop(dropped);
         if waker.is_none() && wakers.is_empty() {
             return; // nobody waits (a join that comes later finds the output)
@@ -631,10 +634,6 @@ where
             Some(ctx) => ctx.finishing(wake_all),
             None => wake_all(),
         });
-    }
-
-    fn id(&self) -> u64 {
-        std::ptr::from_ref(self).addr() as u64
     }
 
     /// The future cell, for its owner (holder of `RUNNING`).
@@ -890,7 +889,7 @@ where
     }
 
     fn is_finished(&self) -> bool {
-        self.header().state.is_complete()
+        self.header.state.is_complete()
     }
 
     fn detach(&self) {

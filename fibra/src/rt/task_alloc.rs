@@ -51,9 +51,9 @@ const PAGE: usize = 64 * 1024;
 const GRAIN: usize = 16;
 const CLASSES: usize = 32;
 /// The largest block; larger tasks come from the system allocator.
-pub(crate) const MAX_BLOCK: usize = GRAIN * CLASSES;
+const MAX_BLOCK: usize = GRAIN * CLASSES;
 /// The alignment every block has.
-pub(crate) const BLOCK_ALIGN: usize = GRAIN;
+const BLOCK_ALIGN: usize = GRAIN;
 /// Empty pages a heap keeps for reuse rather than give back at once (256
 /// KiB): a burst that ends and starts again needs no new page.
 const SPARE_MAX: usize = 4;
@@ -136,7 +136,6 @@ pub(crate) unsafe fn next_of(b: *mut FreeBlock) -> *mut FreeBlock {
 struct Page {
     remote: RemoteFree,
     owner: *const Heap,
-    block: usize,
     class: usize,
     // Owner-only from here (module invariants).
     local: Cell<*mut FreeBlock>,
@@ -153,8 +152,13 @@ impl Page {
         block.map_addr(|a| a & !(PAGE - 1)).cast()
     }
 
+    /// The size of this page's blocks.
+    fn block(&self) -> usize {
+        (self.class + 1) * GRAIN
+    }
+
     fn has_room(&self) -> bool {
-        !self.local.get().is_null() || self.bump.get() + self.block <= PAGE
+        !self.local.get().is_null() || self.bump.get() + self.block() <= PAGE
     }
 
     /// Moves the remote frees onto the local list (owner only).
@@ -188,9 +192,9 @@ impl Page {
             // SAFETY: on our local list: ours.
             page.local.set(unsafe { next_of(b) });
             b.cast::<u8>()
-        } else if page.bump.get() + page.block <= PAGE {
+        } else if page.bump.get() + page.block() <= PAGE {
             let offset = page.bump.get();
-            page.bump.set(offset + page.block);
+            page.bump.set(offset + page.block());
             // SAFETY: within the page's allocation.
             unsafe { this.cast::<u8>().add(offset) }
         } else {
@@ -352,7 +356,6 @@ impl Heap {
             page.write(Page {
                 remote: RemoteFree::new(),
                 owner: self,
-                block: 0,
                 class: 0,
                 local: Cell::new(ptr::null_mut()),
                 bump: Cell::new(FIRST_BLOCK),
@@ -375,7 +378,6 @@ impl Heap {
         let page = unsafe { &mut *p };
         debug_assert_eq!(page.used.get(), 0);
         debug_assert!(page.remote.take_all().is_null());
-        page.block = (class + 1) * GRAIN;
         page.class = class;
         page.local.set(ptr::null_mut());
         page.bump.set(FIRST_BLOCK);
@@ -524,31 +526,32 @@ impl Class {
     }
 
     fn push_back(&mut self, p: *mut Page) {
-        // SAFETY: a page of ours in no list.
-        let page = unsafe { &*p };
-        page.prev.set(self.tail);
-        page.next.set(ptr::null_mut());
-        if self.tail.is_null() {
-            self.head = p;
-        } else {
-            // SAFETY: a listed page of ours.
-            unsafe { (*self.tail).next.set(p) };
-        }
-        self.tail = p;
+        self.insert(p, self.tail, ptr::null_mut());
     }
 
     fn push_front(&mut self, p: *mut Page) {
-        // SAFETY: a page of ours in no list.
+        self.insert(p, ptr::null_mut(), self.head);
+    }
+
+    /// Links `p` (in no list) between `prev` and `next`, neighbours in this
+    /// list (null: the list's end).
+    fn insert(&mut self, p: *mut Page, prev: *mut Page, next: *mut Page) {
+        // SAFETY: pages of ours (owner only).
         let page = unsafe { &*p };
-        page.next.set(self.head);
-        page.prev.set(ptr::null_mut());
-        if self.head.is_null() {
+        page.prev.set(prev);
+        page.next.set(next);
+        if prev.is_null() {
+            self.head = p;
+        } else {
+            // SAFETY: as above.
+            unsafe { (*prev).next.set(p) };
+        }
+        if next.is_null() {
             self.tail = p;
         } else {
-            // SAFETY: a listed page of ours.
-            unsafe { (*self.head).prev.set(p) };
+            // SAFETY: as above.
+            unsafe { (*next).prev.set(p) };
         }
-        self.head = p;
     }
 }
 
