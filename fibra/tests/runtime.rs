@@ -560,3 +560,174 @@ fn joining_a_handle_after_join_op_took_the_output_panics() {
         assert!(msg.contains("join a task once"), "{msg}");
     }
 }
+
+/// An echo task: sends back what it receives until its input closes.
+async fn echo(rx: fibra::Receiver<u64>, tx: fibra::Sender<u64>) {
+    while let Ok(v) = rx.recv().await {
+        if tx.send(v).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// A task that went idle on a worker is retained there, still `RUNNING`
+/// (rt/retained.rs), so a wake from another thread only marks it. The
+/// worker must queue it within a bounded number of turns even if it never
+/// runs out of work: here a task that yields in a loop keeps it busy, and
+/// the echo must come back long before that task gives up.
+#[test]
+fn a_task_woken_from_another_thread_runs_while_its_worker_stays_busy() {
+    const GIVE_UP: u64 = 1_000_000;
+    for (name, rt) in flavours() {
+        let (in_tx, in_rx) = fibra::channel::<u64>();
+        let (out_tx, out_rx) = fibra::channel::<u64>();
+        let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+        let sent = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let sender = {
+            let (in_tx, sent) = (in_tx.clone(), sent.clone());
+            std::thread::spawn(move || {
+                go_rx.recv().unwrap();
+                in_tx.send_blocking(42).unwrap();
+                sent.store(true, Ordering::SeqCst);
+            })
+        };
+        let turns_at_reply = rt.block_on(async move {
+            let e = fibra::spawn(echo(in_rx, out_tx));
+            // A few round trips: the echo is registered and, once blocked
+            // again, retained by its worker.
+            for i in 0..5 {
+                in_tx.send(i).await.unwrap();
+                assert_eq!(out_rx.recv().await, Ok(i));
+            }
+            let turns = Arc::new(AtomicUsize::new(0));
+            let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let busy = {
+                let (turns, stop) = (turns.clone(), stop.clone());
+                fibra::spawn(async move {
+                    // Within one poll: the other thread's send commits to the
+                    // blocked echo and wakes it.
+                    go_tx.send(()).unwrap();
+                    while !sent.load(Ordering::SeqCst) {
+                        std::hint::spin_loop();
+                    }
+                    while !stop.load(Ordering::SeqCst)
+                        && (turns.load(Ordering::SeqCst) as u64) < GIVE_UP
+                    {
+                        turns.fetch_add(1, Ordering::SeqCst);
+                        fibra::yield_now().await;
+                    }
+                })
+            };
+            assert_eq!(out_rx.recv().await, Ok(42));
+            let at_reply = turns.load(Ordering::SeqCst) as u64;
+            stop.store(true, Ordering::SeqCst);
+            busy.await.unwrap();
+            drop(in_tx);
+            e.await.unwrap();
+            at_reply
+        });
+        sender.join().unwrap();
+        assert!(
+            turns_at_reply < GIVE_UP,
+            "{name}: the echo waited for its worker to go idle"
+        );
+    }
+}
+
+/// A current-thread `block_on` that returns while tasks sit retained hands
+/// them back idle: a wake from another thread between two `block_on`s
+/// reaches them, and the next `block_on` runs them.
+#[test]
+fn tasks_idle_at_the_end_of_a_block_on_are_woken_before_the_next() {
+    let rt = Runtime::builder().current_thread().build().unwrap();
+    let (in_tx, in_rx) = fibra::channel::<u64>();
+    let (out_tx, out_rx) = fibra::channel::<u64>();
+    let e = rt.spawn(echo(in_rx, out_tx));
+    let (tx, rx) = (in_tx.clone(), out_rx.clone());
+    rt.block_on(async move {
+        for i in 0..5 {
+            tx.send(i).await.unwrap();
+            assert_eq!(rx.recv().await, Ok(i));
+        }
+    });
+    // The echo is blocked in its receive: this send commits to it from an
+    // OS thread while no `block_on` runs.
+    let t = {
+        let in_tx = in_tx.clone();
+        std::thread::spawn(move || in_tx.send_blocking(7))
+    };
+    t.join().unwrap().unwrap();
+    assert_eq!(rt.block_on(async move { out_rx.recv().await }), Ok(7));
+    drop(in_tx);
+    rt.block_on(e).unwrap();
+}
+
+/// Tasks that block after several turns (retained by their worker when the
+/// runtime drops) are dropped exactly once, and their handles resolve.
+#[test]
+fn shutdown_drops_retained_tasks_exactly_once() {
+    for (name, rt) in flavours() {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let (tx, rx) = fibra::channel::<u64>();
+        let (ack_tx, ack_rx) = fibra::channel::<u64>();
+        let mut handles = Vec::new();
+        for _ in 0..200 {
+            let guard = CountDrop(drops.clone());
+            let (rx, ack_tx) = (rx.clone(), ack_tx.clone());
+            handles.push(rt.spawn(async move {
+                let _g = guard;
+                while let Ok(v) = rx.recv().await {
+                    ack_tx.send(v).await.unwrap();
+                }
+            }));
+        }
+        // Every task takes a few values (so it has blocked, been woken and
+        // blocked again); then they all wait in `recv`.
+        let feed = tx.clone();
+        rt.block_on(async move {
+            for i in 0..1000 {
+                feed.send(i).await.unwrap();
+                ack_rx.recv().await.unwrap();
+            }
+        });
+        drop(rt);
+        assert_eq!(drops.load(Ordering::SeqCst), 200, "{name}");
+        for h in handles {
+            assert!(fibra::block_on(h).unwrap_err().is_cancelled(), "{name}");
+        }
+        drop(tx);
+    }
+}
+
+/// Ping-pong between tasks and OS threads on every flavour: each wake of a
+/// task crosses threads, while its worker may still retain it. Every
+/// message comes back, in order.
+#[test]
+fn ping_pong_with_os_threads_loses_no_message() {
+    const ROUNDS: u64 = 5_000;
+    for (name, rt) in flavours() {
+        let mut threads = Vec::new();
+        let mut tasks = Vec::new();
+        for _ in 0..3 {
+            let (in_tx, in_rx) = fibra::channel::<u64>();
+            let (out_tx, out_rx) = fibra::channel::<u64>();
+            tasks.push(rt.spawn(echo(in_rx, out_tx)));
+            threads.push(std::thread::spawn(move || {
+                for i in 0..ROUNDS {
+                    in_tx.send_blocking(i).unwrap();
+                    assert_eq!(out_rx.recv_blocking(), Ok(i));
+                }
+            }));
+        }
+        // A current-thread runtime runs its tasks only inside `block_on`.
+        rt.block_on(async move {
+            for t in tasks {
+                t.await.unwrap();
+            }
+        });
+        for t in threads {
+            t.join().unwrap();
+        }
+        let _ = name;
+    }
+}

@@ -189,3 +189,49 @@ fn drop_then<T>(c: T) -> u64 {
     drop(c);
     0
 }
+
+/// Pipelines longer and shorter than a worker's ring of retained tasks
+/// (rt/retained.rs, 128), on every flavour: retained tasks are taken out by
+/// local wakes, evicted when the ring fills, and woken from the other worker
+/// while retained. Every value arrives, once, in order.
+#[test]
+fn pipelines_around_the_retained_ring_size_deliver_every_value_in_order() {
+    let messages = 2_000 * scale();
+    for links in [10, 127, 128, 129, 300] {
+        for rt in [
+            Runtime::builder().current_thread().build().unwrap(),
+            Runtime::builder().workers(1).build().unwrap(),
+            Runtime::builder().workers(2).build().unwrap(),
+        ] {
+            let got = rt.block_on(async move {
+                let (first, mut last) = fibra::channel::<u64>();
+                let mut stages = Vec::new();
+                for _ in 0..links {
+                    let (tx, next) = fibra::channel();
+                    let rx = std::mem::replace(&mut last, next);
+                    stages.push(fibra::spawn(async move {
+                        while let Ok(v) = rx.recv().await {
+                            tx.send(v).await.unwrap();
+                        }
+                    }));
+                }
+                let producer = fibra::spawn(async move {
+                    for i in 0..messages {
+                        first.send(i).await.unwrap();
+                    }
+                });
+                let mut expect = 0;
+                while let Ok(v) = last.recv().await {
+                    assert_eq!(v, expect, "{links} links");
+                    expect += 1;
+                }
+                producer.await.unwrap();
+                for s in stages {
+                    s.await.unwrap();
+                }
+                expect
+            });
+            assert_eq!(got, messages, "{links} links");
+        }
+    }
+}

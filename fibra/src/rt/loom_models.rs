@@ -76,6 +76,67 @@ fn loom_abort_during_poll_requeues_once() {
 }
 
 #[test]
+fn loom_a_retained_task_released_later_is_queued_once() {
+    // The poll ends `Pending` and the worker retains the task (retained.rs):
+    // no release yet, only the plain `is_quiet` load. A wake from another
+    // thread races the worker's later release: exactly one of them queues
+    // the task, and its next run sees what the waker wrote.
+    model(|| {
+        let st = Arc::new(TaskState::new());
+        let queued = Arc::new(AtomicUsize::new(0));
+        let ready = Arc::new(AtomicBool::new(false));
+        assert_eq!(st.start_run(), Some(false));
+        let (s2, q2, r2) = (st.clone(), queued.clone(), ready.clone());
+        let waker = thread::spawn(move || {
+            r2.store(true, Ordering::Release);
+            if s2.notify() {
+                q2.fetch_add(1, Ordering::SeqCst);
+            }
+        });
+        // Retained if quiet; either way the release comes later.
+        let _retained = st.is_quiet();
+        if st.end_run_pending() == AfterPoll::Requeue {
+            queued.fetch_add(1, Ordering::SeqCst);
+        }
+        waker.join().unwrap();
+        assert_eq!(queued.load(Ordering::SeqCst), 1);
+        assert_eq!(st.start_run(), Some(false));
+        assert!(
+            ready.load(Ordering::Acquire),
+            "the next run sees the wake's write"
+        );
+    });
+}
+
+#[test]
+fn loom_a_retained_task_taken_back_by_a_local_wake_loses_no_remote_wake() {
+    // The worker retains the task, then a wake on the worker's own thread
+    // takes it back and queues it without touching the state word, while a
+    // wake from another thread sets `NOTIFIED`. The next run (a plain load
+    // at its start) and its end: the remote wake's write is seen by that
+    // poll, or the task is queued once more (by the run's end or the
+    // waker), never twice.
+    model(|| {
+        let st = Arc::new(TaskState::new());
+        let ready = Arc::new(AtomicBool::new(false));
+        assert_eq!(st.start_run(), Some(false));
+        assert!(st.is_quiet());
+        let (s2, r2) = (st.clone(), ready.clone());
+        let waker = thread::spawn(move || {
+            r2.store(true, Ordering::Release);
+            s2.notify()
+        });
+        // The local wake: the queue entry inherits `RUNNING`. Its run:
+        assert_eq!(st.start_run(), Some(false));
+        let saw = ready.load(Ordering::Acquire);
+        let requeue = st.end_run_pending() == AfterPoll::Requeue;
+        let queued_by_waker = waker.join().unwrap();
+        assert!(!(requeue && queued_by_waker), "queued twice");
+        assert!(saw || requeue || queued_by_waker, "wake-up lost");
+    });
+}
+
+#[test]
 fn loom_wakes_after_completion_do_nothing() {
     model(|| {
         let st = Arc::new(TaskState::new());

@@ -22,7 +22,9 @@
 //!
 //! Layout: `task.rs` (a task's allocation, state machine and join state),
 //! `task_alloc.rs` (the workers' slabs that tasks are allocated from), `worker.rs`
-//! (the run loop, local queue and `next` slot), `idle.rs` (searching and
+//! (the run loop, local queue and `next` slot), `retained.rs` (tasks that
+//! went idle on a worker and stay `RUNNING` there for a while, so a wake
+//! from the same worker is cheap), `idle.rs` (searching and
 //! sleeping workers), `park.rs` (a worker's parker), `registry.rs` (every
 //! live task, for shutdown), `blocking.rs` (the pool for blocking calls),
 //! `join.rs` (`JoinHandle` and its op).
@@ -34,6 +36,7 @@ mod idle;
 mod join;
 mod park;
 mod registry;
+mod retained;
 mod task;
 mod task_alloc;
 mod worker;
@@ -94,22 +97,33 @@ impl Shared {
     /// back if the runtime shuts down (`inject`).
     #[inline]
     fn queue(task: TaskRef, here: impl FnOnce(&WorkerCtx, TaskRef)) -> Result<(), TaskRef> {
-        with_current(|ctx| match ctx {
+        with_current(|ctx| Shared::queue_on(ctx, task, here))
+    }
+
+    /// [`Shared::queue`] with the current thread's worker context at hand.
+    #[inline]
+    fn queue_on(
+        ctx: Option<&WorkerCtx>,
+        task: TaskRef,
+        here: impl FnOnce(&WorkerCtx, TaskRef),
+    ) -> Result<(), TaskRef> {
+        match ctx {
             Some(ctx) if Arc::ptr_eq(&ctx.shared, task.shared()) => {
                 here(ctx, task);
                 Ok(())
             }
             _ => task.shared().clone().inject(task),
-        })
+        }
     }
 
     /// Queues a woken task: into the current worker's `next` slot if it runs
-    /// on one of ours (hand-off), else into the injector.
+    /// on one of ours (hand-off), else into the injector. `ctx` is the
+    /// current thread's worker context.
     #[inline]
-    fn schedule(task: TaskRef) {
+    fn schedule_on(ctx: Option<&WorkerCtx>, task: TaskRef) {
         // Refused at shutdown: the entry drops; a registered task is
         // cancelled through the registry.
-        let _ = Shared::queue(task, WorkerCtx::schedule_woken);
+        let _ = Shared::queue_on(ctx, task, WorkerCtx::schedule_woken);
     }
 
     /// Queues a task that yielded (or was spawned): behind the others. The

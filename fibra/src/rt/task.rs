@@ -21,7 +21,7 @@
 //! | bit | set by | meaning |
 //! |---|---|---|
 //! | `NOTIFIED` | `wake` (any thread) | woken while `RUNNING`: the holder of `RUNNING` must poll it again |
-//! | `RUNNING` | `spawn`, a wake of an idle task | exactly one party owns the future: a run queue entry, then the worker that took it from the queue and polls it |
+//! | `RUNNING` | `spawn`, a wake of an idle task | exactly one party owns the future: a run queue entry, then the worker that took it from the queue and polls it, then (if the poll ended idle) that worker's ring of retained tasks |
 //! | `COMPLETE` | the runner (or shutdown) | the future is gone and the output is in `join` |
 //! | `ABORT` | `JoinHandle::abort` | cancel at the next scheduling point |
 //!
@@ -32,6 +32,12 @@
 //! running task only sets `NOTIFIED`, and the runner requeues it after its
 //! poll (at the back of the local queue: a task that wakes itself yields).
 //! Wakes after `COMPLETE` do nothing.
+//!
+//! A poll that ends `Pending` with no wake during it does not release
+//! `RUNNING` at once: the worker retains the task (`retained.rs`), so that a
+//! wake on the same worker, the common case for communicating tasks, queues
+//! it again without touching the state word; the release comes later, and
+//! queues the task if a wake from elsewhere set `NOTIFIED` meanwhile.
 //!
 //! The future cell is touched only by the holder of `RUNNING`, or by runtime
 //! shutdown after every worker has stopped.
@@ -163,6 +169,10 @@ pub(crate) struct Header {
     refs: AtomicUsize,
     vtable: &'static Vtable,
     registry_slot: Slot,
+    /// While a worker retains the task (`retained.rs`): the address of the
+    /// ring slot holding it, else 0. Written only by that worker; read by
+    /// wakes anywhere, which trust it only after checking the slot.
+    retained: AtomicUsize,
     /// Dropped by hand, last: it keeps the task's memory (its page, for a
     /// slab task) alive until the block is given back.
     shared: ManuallyDrop<Arc<Shared>>,
@@ -174,16 +184,43 @@ impl Header {
     fn id(&self) -> u64 {
         std::ptr::from_ref(self).addr() as u64
     }
+
+    /// The retaining worker's token (`retained.rs`), or 0.
+    pub(super) fn retained(&self) -> usize {
+        // Relaxed: a hint, checked against the slot it names.
+        self.retained.load(Ordering::Relaxed)
+    }
+
+    /// Set by the retaining worker (0 once it no longer retains the task).
+    pub(super) fn set_retained(&self, token: usize) {
+        // Relaxed: only the retaining worker acts on a token, after
+        // finding the task in its own slot.
+        self.retained.store(token, Ordering::Relaxed);
+    }
 }
 
 /// What differs between tasks of different future types.
 struct Vtable {
-    /// Polls the task once; consumes the queue entry's reference.
-    run: unsafe fn(TaskRef),
+    /// Polls the task once; consumes the queue entry's reference. Returns
+    /// the task if the run ended still holding `RUNNING` for the worker to
+    /// retain (`retained.rs`).
+    run: unsafe fn(TaskRef) -> Option<IdleRun>,
     /// Drops the future and completes the task as cancelled.
     shutdown: unsafe fn(NonNull<Header>),
     /// Drops the task and frees its allocation (no reference is left).
     dealloc: unsafe fn(NonNull<Header>),
+}
+
+/// A task whose run ended `Pending` without a wake but kept `RUNNING`, for
+/// its worker to retain (`retained.rs`) and release later
+/// ([`TaskRef::release_retained`]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) struct IdleRun {
+    pub(super) task: NonNull<Header>,
+    /// Whether the run's reference came along. If not, the run donated it
+    /// to a waker clone, and the registry's reference keeps the task alive
+    /// (it cannot complete while retained: that takes `RUNNING`).
+    pub(super) owns_ref: bool,
 }
 
 /// An owned reference to a task: what run queues, the registry and wakers
@@ -208,7 +245,7 @@ impl TaskRef {
         Self(p)
     }
 
-    fn header(&self) -> &Header {
+    pub(super) fn header(&self) -> &Header {
         // SAFETY: we own a reference, so the task is alive.
         unsafe { self.0.as_ref() }
     }
@@ -218,11 +255,57 @@ impl TaskRef {
         &self.header().shared
     }
 
-    /// Polls the task once (it was taken from a run queue).
-    pub(crate) fn run(self) {
+    pub(super) fn as_ptr(&self) -> NonNull<Header> {
+        self.0
+    }
+
+    /// Polls the task once (it was taken from a run queue). `Some` if the
+    /// run ended idle but kept `RUNNING`: the worker must retain the task
+    /// (`retained.rs`), and release it later with [`release_retained`].
+    ///
+    /// [`release_retained`]: TaskRef::release_retained
+    #[must_use = "a task returned by a run holds `RUNNING` until released"]
+    pub(crate) fn run(self) -> Option<IdleRun> {
         let run = self.header().vtable.run;
         // SAFETY: `run` belongs to this task's type.
         unsafe { run(self) }
+    }
+
+    /// The end of a retained task's run, deferred (`retained.rs`): releases
+    /// `RUNNING`, or keeps it and returns a queue entry if the task was woken
+    /// (or aborted) meanwhile.
+    ///
+    /// # Safety
+    ///
+    /// `run` came from [`TaskRef::run`] and the caller retained it since,
+    /// taking the retaining token out of its header first.
+    pub(crate) unsafe fn release_retained(run: IdleRun) -> Option<TaskRef> {
+        // SAFETY: the run's reference, if it came along (else the
+        // registry's keeps the task alive until it completes, and only the
+        // holder of `RUNNING`, us, completes it).
+        let own = run.owns_ref.then(|| unsafe { TaskRef::from_raw(run.task) });
+        // SAFETY: as above, the task is alive.
+        let h = unsafe { run.task.as_ref() };
+        if h.state.end_run_pending() == AfterPoll::Requeue {
+            // We still hold `RUNNING`; the queue entry needs a reference.
+            // SAFETY: as above, the task is alive.
+            return Some(own.unwrap_or_else(|| unsafe { TaskRef::adopt_new(run.task) }));
+        }
+        // Released: from here on the task may run (and go) elsewhere.
+        drop(own);
+        None
+    }
+
+    /// A new reference to a task known to be alive.
+    ///
+    /// # Safety
+    ///
+    /// The task is alive for the duration of the call (someone holds a
+    /// reference).
+    unsafe fn adopt_new(task: NonNull<Header>) -> TaskRef {
+        // SAFETY: alive, per the caller.
+        let borrowed = ManuallyDrop::new(unsafe { TaskRef::from_raw(task) });
+        TaskRef::clone(&borrowed)
     }
 
     /// Drops the future and completes the task as cancelled (shutdown,
@@ -239,15 +322,54 @@ impl TaskRef {
         self.header().id()
     }
 
-    /// A wake (by value): queues the task if it was idle.
+    /// A wake (by value): queues the task if it was idle, or retained by
+    /// this thread's worker (`retained.rs`: no state word read-modify-write).
     fn wake(self) {
-        if self.header().state.notify() {
-            Shared::schedule(self);
-        }
+        super::worker::with_current(|ctx| {
+            if let Some(ctx) = ctx {
+                if let Some(owns_ref) = ctx.take_retained(&self) {
+                    if owns_ref {
+                        // Ours is the entry's; the retained run's goes (never
+                        // the last: ours is one more).
+                        // SAFETY: the retained run's reference, handed to us.
+                        drop(unsafe { TaskRef::from_raw(self.0) });
+                    }
+                    ctx.schedule_woken(self);
+                    return;
+                }
+            }
+            if self.header().state.notify() {
+                Shared::schedule_on(ctx, self);
+            }
+        })
     }
 
-    /// Gives up ownership without releasing the reference (it was donated:
-    /// module docs).
+    /// A wake by reference: as [`wake`](Self::wake), taking a reference for
+    /// the queue entry only if one is needed.
+    fn wake_by_ref(&self) {
+        super::worker::with_current(|ctx| {
+            if let Some(ctx) = ctx {
+                if let Some(owns_ref) = ctx.take_retained(self) {
+                    let entry = if owns_ref {
+                        // SAFETY: the retained run's reference, handed to us.
+                        unsafe { TaskRef::from_raw(self.0) }
+                    } else {
+                        self.clone()
+                    };
+                    ctx.schedule_woken(entry);
+                    return;
+                }
+            }
+            if self.header().state.notify() {
+                // We hold `RUNNING` for an entry now; the task is alive (our
+                // caller's waker holds a reference).
+                Shared::schedule_on(ctx, self.clone());
+            }
+        })
+    }
+
+    /// Gives up ownership without releasing the reference (it was donated,
+    /// module docs, or goes to the worker's ring of retained tasks).
     fn forget(self) {
         std::mem::forget(self);
     }
@@ -395,6 +517,13 @@ impl TaskState {
         Some(s & ABORT != 0)
     }
 
+    /// Runner, after a `Pending` poll, holding `RUNNING`: whether no wake
+    /// or abort came during the poll as far as a plain load can tell (one
+    /// that lands anyway is seen by `end_run_pending` later).
+    pub(crate) fn is_quiet(&self) -> bool {
+        self.0.load(Ordering::Relaxed) & (NOTIFIED | ABORT) == 0
+    }
+
     /// Runner, after a `Pending` poll: releases `RUNNING`, or, if woken
     /// during the poll, keeps it for the queue entry the runner pushes
     /// again (clearing `NOTIFIED`).
@@ -488,6 +617,7 @@ where
                     Self::VTABLE_BOX
                 },
                 registry_slot: Slot::default(),
+                retained: AtomicUsize::new(0),
                 shared: ManuallyDrop::new(shared),
             },
             future: UnsafeCell::new(Some(future)),
@@ -689,14 +819,12 @@ where
     /// # Safety
     ///
     /// `task` is a `Task<F>`.
-    unsafe fn run(task: TaskRef) {
+    unsafe fn run(task: TaskRef) -> Option<IdleRun> {
         // SAFETY: the caller's contract.
         let this = unsafe { Self::from_header(task.0) };
         let h = &this.header;
         // The queue entry we popped owns `RUNNING`, hence the future.
-        let Some(aborted) = h.state.start_run() else {
-            return;
-        };
+        let aborted = h.state.start_run()?;
         // Registered: the registry keeps the task alive through this run,
         // so the run may donate its reference (module docs).
         let donate = h.registry_slot.is_registered();
@@ -729,6 +857,17 @@ where
                 if !h.registry_slot.is_registered() {
                     h.shared.tasks.insert(task.clone(), &h.registry_slot);
                 }
+                if h.state.is_quiet() {
+                    // Not woken during the poll: the worker retains it,
+                    // `RUNNING` and all (retained.rs), with our reference
+                    // unless it was donated to a waker.
+                    let run = IdleRun {
+                        task: task.0,
+                        owns_ref: !donated,
+                    };
+                    task.forget();
+                    return Some(run);
+                }
                 // Release the future; if woken during the poll (or asked to
                 // abort), go again, at the back of the queue.
                 if h.state.end_run_pending() == AfterPoll::Requeue {
@@ -753,6 +892,7 @@ where
                 }
             }
         }
+        None
     }
 
     /// The vtable's `shutdown`.
@@ -817,9 +957,8 @@ unsafe fn wake(p: *const ()) {
 }
 
 unsafe fn wake_by_ref(p: *const ()) {
-    // SAFETY: the waker holds a reference for the duration of this call;
-    // we take a new one for the run queue.
-    TaskRef::clone(&*unsafe { borrowed(p) }).wake();
+    // SAFETY: the waker holds a reference for the duration of this call.
+    unsafe { borrowed(p) }.wake_by_ref();
 }
 
 unsafe fn drop_waker(p: *const ()) {

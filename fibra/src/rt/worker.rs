@@ -12,11 +12,17 @@
 //! cannot starve the queue; every `INJECTOR_INTERVAL` ticks the global
 //! injector is checked first, so spawns from outside cannot starve either.
 //!
+//! Retention: a task whose poll here ends idle stays `RUNNING`, held by the
+//! worker's ring (`retained.rs`), for up to `retained::CAP` turns; a wake
+//! from a task here queues it without an atomic read-modify-write. The
+//! worker releases what it retains before it searches, sleeps or stops.
+//!
 //! Idle: a worker with nothing to run searches (steals) for a few rounds,
 //! spinning between them, then registers as a sleeper, looks once more, and
 //! parks (see `idle.rs` for the wake-up protocol).
 
-use super::task::TaskRef;
+use super::retained::Retained;
+use super::task::{IdleRun, TaskRef};
 use super::{Shared, budget};
 use crossbeam_deque::{Steal, Worker as Deque};
 use std::cell::{Cell, RefCell};
@@ -74,6 +80,8 @@ pub(crate) struct WorkerCtx {
     /// Set while a task that just finished wakes its joiners: those wakes
     /// go to the back of the queue (see `schedule_woken`).
     finishing: Cell<bool>,
+    /// Tasks that went idle here recently, still `RUNNING` (retained.rs).
+    retained: Retained,
 }
 
 thread_local! {
@@ -103,7 +111,30 @@ impl WorkerCtx {
             tick: Cell::new(0),
             finishing: Cell::new(false),
             backlog_since: Cell::new(None),
+            retained: Retained::new(),
         }
+    }
+
+    /// A wake on this thread: takes `task` out of our retained tasks if it
+    /// is there (`Some`: the caller owns `RUNNING` for a queue entry, and the
+    /// retained run's reference if `Some(true)`).
+    #[inline]
+    pub(crate) fn take_retained(&self, task: &TaskRef) -> Option<bool> {
+        self.retained.take(task)
+    }
+
+    /// Releases a task that left our ring; queues it if it was woken.
+    fn release_retained(&self, task: IdleRun) {
+        // SAFETY: it came out of our ring, token cleared.
+        if let Some(entry) = unsafe { TaskRef::release_retained(task) } {
+            self.schedule_back(entry);
+        }
+    }
+
+    /// Releases every retained task (before looking elsewhere, sleeping or
+    /// stopping: retained tasks woken from other threads wait for this).
+    fn release_all_retained(&self) {
+        self.retained.release_all(|t| self.release_retained(t));
     }
 
     /// This worker's task memory.
@@ -313,6 +344,14 @@ impl WorkerCtx {
         }
     }
 
+    /// Runs one task turn.
+    #[inline]
+    fn run_task(&self, task: TaskRef) {
+        budget::reset();
+        let idle = task.run();
+        self.retained.turn(idle, |t| self.release_retained(t));
+    }
+
     /// Runs tasks until `done()` or shutdown.
     pub(crate) fn run(&self, done: impl Fn() -> bool) {
         let mut searching = false;
@@ -322,6 +361,7 @@ impl WorkerCtx {
                     self.shared.idle.stop_searching();
                 }
                 budget::unlimited();
+                self.release_all_retained();
                 return;
             }
             if self.backlog_since.get().is_some() && self.tick.get() % CHECK_EVERY == 0 {
@@ -333,14 +373,18 @@ impl WorkerCtx {
                     // counting as one, or pushers would never wake anyone.
                     self.stop_searching(true);
                 }
-                budget::reset();
-                task.run();
+                self.run_task(task);
+                continue;
+            }
+            if !self.retained.is_empty() {
+                // Nothing queued here: what we retain is idle, and a wake
+                // from elsewhere may be waiting on it. Then look again.
+                self.release_all_retained();
                 continue;
             }
             if let Some(task) = self.search(searching) {
                 searching = false;
-                budget::reset();
-                task.run();
+                self.run_task(task);
                 continue;
             }
             searching = false;
