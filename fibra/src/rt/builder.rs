@@ -107,6 +107,7 @@ impl Builder {
             workers_stopped: AtomicBool::new(false),
             drain_lock: std::sync::Mutex::new(()),
             heaps: (0..n).map(|_| super::task_alloc::Heap::new()).collect(),
+            retained_woken: (0..n).map(|_| Default::default()).collect(),
         });
         let mut rt = Runtime {
             shared: shared.clone(),

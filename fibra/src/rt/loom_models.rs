@@ -3,6 +3,7 @@
 
 use super::idle::Idle;
 use super::park::Parker;
+use super::retained::WokenHint;
 use super::task::{AfterPoll, TaskState};
 use super::task_alloc::{FreeBlock, RemoteFree, next_of};
 use crate::chan::loom_models::model;
@@ -76,63 +77,41 @@ fn loom_abort_during_poll_requeues_once() {
 }
 
 #[test]
-fn loom_a_retained_task_released_later_is_queued_once() {
-    // The poll ends `Pending` and the worker retains the task (retained.rs):
-    // no release yet, only the plain `is_quiet` load. A wake from another
-    // thread races the worker's later release: exactly one of them queues
-    // the task, and its next run sees what the waker wrote.
+fn loom_a_retained_task_woken_elsewhere_is_released_once_and_promptly() {
+    // The worker's poll of the task ended idle and it retains the task
+    // (retained.rs): `RUNNING` kept, no RMW. A wake on another thread marks
+    // it (`NOTIFIED`) and raises the worker's hint. Between two turns the
+    // worker takes the hint down and releases what was marked; whatever is
+    // left it releases later (the slot's turn). Exactly one party queues
+    // the task, and a worker that saw the hint sees the mark, so the task
+    // goes back at that turn, not 128 turns later. (Fails with a Relaxed
+    // `raise` or `take_down`.)
     model(|| {
         let st = Arc::new(TaskState::new());
+        let hint = Arc::new(WokenHint::default());
         let queued = Arc::new(AtomicUsize::new(0));
-        let ready = Arc::new(AtomicBool::new(false));
         assert_eq!(st.start_run(), Some(false));
-        let (s2, q2, r2) = (st.clone(), queued.clone(), ready.clone());
+        assert!(st.is_quiet(), "retained");
+        let (s2, h2, q2) = (st.clone(), hint.clone(), queued.clone());
         let waker = thread::spawn(move || {
-            r2.store(true, Ordering::Release);
             if s2.notify() {
                 q2.fetch_add(1, Ordering::SeqCst);
+            } else {
+                h2.raise();
             }
         });
-        // Retained if quiet; either way the release comes later.
-        let _retained = st.is_quiet();
-        if st.end_run_pending() == AfterPoll::Requeue {
+        let mut retained = true;
+        if hint.take_down() {
+            assert!(st.is_marked(), "the hint came without its mark");
+            assert_eq!(st.end_run_pending(), AfterPoll::Requeue);
+            queued.fetch_add(1, Ordering::SeqCst);
+            retained = false;
+        }
+        if retained && st.end_run_pending() == AfterPoll::Requeue {
             queued.fetch_add(1, Ordering::SeqCst);
         }
         waker.join().unwrap();
         assert_eq!(queued.load(Ordering::SeqCst), 1);
-        assert_eq!(st.start_run(), Some(false));
-        assert!(
-            ready.load(Ordering::Acquire),
-            "the next run sees the wake's write"
-        );
-    });
-}
-
-#[test]
-fn loom_a_retained_task_taken_back_by_a_local_wake_loses_no_remote_wake() {
-    // The worker retains the task, then a wake on the worker's own thread
-    // takes it back and queues it without touching the state word, while a
-    // wake from another thread sets `NOTIFIED`. The next run (a plain load
-    // at its start) and its end: the remote wake's write is seen by that
-    // poll, or the task is queued once more (by the run's end or the
-    // waker), never twice.
-    model(|| {
-        let st = Arc::new(TaskState::new());
-        let ready = Arc::new(AtomicBool::new(false));
-        assert_eq!(st.start_run(), Some(false));
-        assert!(st.is_quiet());
-        let (s2, r2) = (st.clone(), ready.clone());
-        let waker = thread::spawn(move || {
-            r2.store(true, Ordering::Release);
-            s2.notify()
-        });
-        // The local wake: the queue entry inherits `RUNNING`. Its run:
-        assert_eq!(st.start_run(), Some(false));
-        let saw = ready.load(Ordering::Acquire);
-        let requeue = st.end_run_pending() == AfterPoll::Requeue;
-        let queued_by_waker = waker.join().unwrap();
-        assert!(!(requeue && queued_by_waker), "queued twice");
-        assert!(saw || requeue || queued_by_waker, "wake-up lost");
     });
 }
 

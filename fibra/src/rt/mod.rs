@@ -74,6 +74,9 @@ pub(crate) struct Shared {
     drain_lock: std::sync::Mutex<()>,
     /// Task memory, one heap per worker (`task_alloc.rs`).
     heaps: Box<[task_alloc::Heap]>,
+    /// Per worker: a wake from elsewhere marked a task it retains
+    /// (`retained.rs`); it looks at its ring at its next turn.
+    retained_woken: Box<[retained::WokenHint]>,
 }
 
 impl Shared {
@@ -83,6 +86,15 @@ impl Shared {
 
     fn has_work(&self) -> bool {
         !self.injector.is_empty() || self.stealers.iter().any(|s| !s.is_empty())
+    }
+
+    /// A wake found a task `RUNNING` and marked it `NOTIFIED`, and the task's
+    /// `retained` token names worker `token`'s ring: asks that worker to
+    /// release the tasks it retains that were woken (`retained.rs`).
+    fn hint_retainer(&self, token: usize) {
+        if let Some(hint) = self.retained_woken.get(retained::worker_of(token)) {
+            hint.raise();
+        }
     }
 
     /// Wakes a sleeping worker if work was pushed and nobody searches.

@@ -1,5 +1,5 @@
 //! Retained tasks: a worker keeps `RUNNING` for the tasks that recently
-//! went idle on it, so that a wake from this worker queues them again
+//! went idle on it, so that a wake on the worker's thread queues them again
 //! without an atomic read-modify-write.
 //!
 //! A task's poll that returns `Pending` normally ends with a compare-and-swap
@@ -9,29 +9,41 @@
 //! read-modify-writes a rendezvous message costs (the other two are the
 //! channel's lock, taken by each side). Instead, the worker *retains* the
 //! task after such a poll: the state word keeps `RUNNING`, and the task's
-//! header records which slot of this ring holds it. A wake on this worker
-//! that finds the task in its own ring takes it out and queues it, owning
-//! `RUNNING` already.
+//! header carries a token naming this worker and the ring slot that holds
+//! it. A wake on this worker's thread that finds the task in its own ring
+//! takes it out and queues it, owning `RUNNING` already.
 //!
 //! A retained task is idle in every respect but the state word: a wake from
 //! another thread sees `RUNNING`, sets `NOTIFIED` and leaves the queueing to
-//! the holder of `RUNNING`, this worker. So the worker *releases* every
-//! retained task soon, with the compare-and-swap the poll skipped
-//! (`TaskRef::release_retained`), and queues it if it was woken meanwhile:
+//! the holder of `RUNNING`, this worker. So the worker *releases* retained
+//! tasks with the compare-and-swap the poll skipped
+//! (`TaskRef::release_retained`), queueing those that were woken:
 //!
-//! * `CAP` task turns later at most: turn `k` retains into slot `k % CAP`,
-//!   whose previous task (from turn `k - CAP`) it releases. A wake from
-//!   elsewhere waits at most `CAP` turns of this worker (a spawn from
-//!   outside waits up to `INJECTOR_INTERVAL` turns for the injector);
-//! * before the worker looks for work elsewhere or sleeps, and when it
-//!   stops (shutdown, the end of a current-thread `block_on`).
+//! * at its next turn, if such a wake raised its [`WokenHint`]: the waker
+//!   reads the task's token and raises the flag of the worker it names; the
+//!   worker takes the flag down between two turns and releases the tasks
+//!   marked `NOTIFIED` or `ABORT` (loom model
+//!   `loom_a_retained_task_woken_elsewhere_is_released_once_and_promptly`);
+//! * `CAP` turns later at most: turn `k` retains into slot `k % CAP`,
+//!   whose previous task (from turn `k - CAP`) it releases. This covers a
+//!   waker that read the token before it was stored, just as the poll ended;
+//! * before the worker looks for work elsewhere or sleeps, and when its loop
+//!   ends (shutdown, the end of a current-thread `block_on`, a panic).
+//!
+//! The price: a retained task woken from elsewhere waits for the end of its
+//! worker's current turn, and then runs there. Before, the waker took it
+//! (into its own worker's `next` slot, or the injector for any worker). A
+//! turn that lasts (a poll that computes, or blocks the thread) holds up
+//! the tasks it retains as it holds up those in its `next` slot and `hot`
+//! queue, which no other worker may steal either.
 //!
 //! The retained run's reference comes along in the slot, unless the run
 //! donated it to a waker clone (task.rs, "The run's reference"): then the
 //! registry's reference keeps the task alive, since it cannot complete while
-//! retained (completing takes `RUNNING`). A wake by value that takes the
-//! task out queues it with the waker's reference (dropping the slot's, if
-//! any); a wake by reference queues it with the slot's.
+//! retained (completing takes `RUNNING`; the shutdown drain runs only once
+//! every worker has stopped). A wake by value that takes the task out
+//! queues it with the waker's reference (dropping the slot's, if any); a
+//! wake by reference queues it with the slot's, or a new one.
 //!
 //! `CAP` covers a pipeline of a hundred stages on one worker, which wakes
 //! each stage about a hundred turns after it went idle; a longer cycle of
@@ -43,19 +55,24 @@
 //!   reads or writes the slots, `turn` and `held`.
 //! * A slot holds a task exactly while this worker retains it: the task's
 //!   state word has `RUNNING` on behalf of the slot, and its header's
-//!   `retained` token is the slot's address. Taking or releasing clears the
-//!   slot and the token, the token before the release gives `RUNNING` up.
-//! * A wake trusts a token only after finding the same task in the slot it
-//!   names: a token read on another thread may be stale, but the slots are
-//!   written only by this worker, so a match means it retains the task.
+//!   `retained` token names the slot. Taking or releasing clears the slot
+//!   and the token, the token before the release gives `RUNNING` up.
+//! * A wake takes a task out of a ring only after finding it in the slot the
+//!   token names, in its own thread's ring: a token read on another thread
+//!   may be stale, but a ring's slots are written only by its worker, so a
+//!   match means that worker retains the task. A stale token elsewhere only
+//!   raises a needless hint.
 
 use super::task::{IdleRun, TaskRef};
+use crate::loom::{AtomicBool, Ordering};
 use std::cell::Cell;
 
 /// Slots in the ring: the most task turns a task stays retained.
 pub(super) const CAP: usize = 128;
 
 pub(crate) struct Retained {
+    /// The worker's index: tokens name it (`token`).
+    worker: usize,
     /// Slot `k % CAP` holds what turn `k` left to retain, until turn
     /// `k + CAP` releases it (or a wake takes it first).
     slots: [Cell<Option<IdleRun>>; CAP],
@@ -66,8 +83,9 @@ pub(crate) struct Retained {
 }
 
 impl Retained {
-    pub(crate) fn new() -> Self {
+    pub(crate) fn new(worker: usize) -> Self {
         Self {
+            worker,
             slots: std::array::from_fn(|_| Cell::new(None)),
             turn: Cell::new(0),
             held: Cell::new(0),
@@ -99,13 +117,12 @@ impl Retained {
     /// retained run's reference if it had one (`Some(true)`).
     #[inline]
     pub(crate) fn take(&self, task: &TaskRef) -> Option<bool> {
-        const SLOT: usize = size_of::<Cell<Option<IdleRun>>>();
         let header = task.header();
-        let offset = header.retained().wrapping_sub(self.token(0));
-        if offset >= CAP * SLOT {
+        let token = header.retained();
+        if token / CAP != self.worker + 1 {
             return None;
         }
-        let i = offset / SLOT;
+        let i = token % CAP;
         match self.slots[i].get() {
             Some(run) if run.task == task.as_ptr() => {
                 self.slots[i].set(None);
@@ -131,6 +148,33 @@ impl Retained {
         debug_assert!(self.is_empty());
     }
 
+    /// Releases the retained tasks that a wake from elsewhere (or an abort)
+    /// marked since they were retained; `woken` reads that mark.
+    pub(crate) fn release_woken(
+        &self,
+        woken: impl Fn(IdleRun) -> bool,
+        mut release: impl FnMut(IdleRun),
+    ) {
+        if self.is_empty() {
+            return;
+        }
+        for slot in &self.slots {
+            match slot.get() {
+                Some(run) if woken(run) => {
+                    slot.set(None);
+                    self.release_from(run, &mut release);
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// How many tasks are retained.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> u32 {
+        self.held.get()
+    }
+
     /// Whether no task is retained.
     pub(crate) fn is_empty(&self) -> bool {
         self.held.get() == 0
@@ -144,17 +188,83 @@ impl Retained {
         release(run);
     }
 
-    /// The token naming slot `i`: its address, unique to this worker's ring
-    /// while the ring lives (and the ring is empty before it goes).
+    /// The token naming slot `i` of this worker's ring (never 0).
     fn token(&self, i: usize) -> usize {
-        std::ptr::from_ref(&self.slots[i]).addr()
+        (self.worker + 1) * CAP + i
     }
+}
+
+/// A worker's mailbox flag for wakes from elsewhere: a wake that found a
+/// task `RUNNING` and marked it `NOTIFIED` raises the flag of the worker
+/// whose token the task carries; that worker, between two turns, takes the
+/// flag down and releases the marked tasks it retains.
+#[derive(Default)]
+pub(crate) struct WokenHint(crossbeam_utils::CachePadded<AtomicBool>);
+
+impl WokenHint {
+    /// By the waker, after it marked the task.
+    pub(crate) fn raise(&self) {
+        // Release: after the waker's `NOTIFIED` (its RMW on the state word);
+        // the worker's Acquire in `take_down` then sees the mark.
+        self.0.store(true, Ordering::Release);
+    }
+
+    /// By the worker: whether the flag was up (now down).
+    #[inline]
+    pub(crate) fn take_down(&self) -> bool {
+        // Relaxed first: a plain load per turn, the RMW only when raised.
+        self.0.load(Ordering::Relaxed) && self.0.swap(false, Ordering::Acquire)
+    }
+}
+
+/// The worker whose ring a (nonzero) token names.
+pub(super) fn worker_of(token: usize) -> usize {
+    token / CAP - 1
 }
 
 impl Drop for Retained {
     fn drop(&mut self) {
-        // The worker releases everything before it stops; a task left here
-        // would keep `RUNNING` for good.
-        debug_assert!(self.is_empty(), "a worker stopped with retained tasks");
+        // The worker releases everything before it stops, even when a panic
+        // unwinds its loop; a task left here would keep `RUNNING` for good.
+        debug_assert!(
+            self.is_empty() || std::thread::panicking(),
+            "a worker stopped with retained tasks"
+        );
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use crate::rt::worker::with_current;
+
+    fn retained_here() -> u32 {
+        with_current(|ctx| ctx.expect("on a worker").retained_count())
+    }
+
+    /// The mechanism is on: a task that blocked again after a round trip
+    /// sits in its worker's ring, and the wake of its partner's op takes it
+    /// out on the spot.
+    #[test]
+    fn an_echo_that_blocked_again_is_retained_until_a_local_wake_takes_it() {
+        let rt = crate::Runtime::builder().current_thread().build().unwrap();
+        rt.block_on(async {
+            let (in_tx, in_rx) = crate::channel::<u64>();
+            let (out_tx, out_rx) = crate::channel::<u64>();
+            let echo = crate::spawn(async move {
+                while let Ok(v) = in_rx.recv().await {
+                    out_tx.send(v).await.unwrap();
+                }
+            });
+            for i in 0..3 {
+                in_tx.send(i).await.unwrap();
+                // The echo took `i` and waits in its send: we have not
+                // come to our receive yet.
+                assert_eq!(retained_here(), 1, "round {i}: the echo, blocked");
+                assert_eq!(out_rx.recv().await, Ok(i));
+                assert_eq!(retained_here(), 0, "round {i}: our receive took it");
+            }
+            drop(in_tx);
+            echo.await.unwrap();
+        });
     }
 }

@@ -27,7 +27,8 @@
 //!
 //! A wake of an idle task (neither `RUNNING` nor `COMPLETE`) takes `RUNNING`
 //! for the queue entry it pushes: it is the one (and only) party that puts
-//! the task in a run queue, and the worker that pops the entry inherits
+//! the task in a run queue (a worker retaining the task, below, holds
+//! `RUNNING` and queues it itself), and the worker that pops the entry inherits
 //! `RUNNING` without an atomic read-modify-write. A wake of a queued or
 //! running task only sets `NOTIFIED`, and the runner requeues it after its
 //! poll (at the back of the local queue: a task that wakes itself yields).
@@ -223,6 +224,15 @@ pub(crate) struct IdleRun {
     pub(super) owns_ref: bool,
 }
 
+impl IdleRun {
+    /// Whether a wake or an abort marked the task since its run ended.
+    pub(crate) fn is_marked(self) -> bool {
+        // SAFETY: a retained task is alive (the run's reference, or the
+        // registry's), and the caller retains it.
+        unsafe { self.task.as_ref() }.state.is_marked()
+    }
+}
+
 /// An owned reference to a task: what run queues, the registry and wakers
 /// hold. One pointer wide.
 pub(crate) struct TaskRef(NonNull<Header>);
@@ -281,8 +291,9 @@ impl TaskRef {
     /// taking the retaining token out of its header first.
     pub(crate) unsafe fn release_retained(run: IdleRun) -> Option<TaskRef> {
         // SAFETY: the run's reference, if it came along (else the
-        // registry's keeps the task alive until it completes, and only the
-        // holder of `RUNNING`, us, completes it).
+        // registry's keeps the task alive until it completes: only the
+        // holder of `RUNNING`, us, completes it while workers run, and the
+        // shutdown drain waits for every worker to stop).
         let own = run.owns_ref.then(|| unsafe { TaskRef::from_raw(run.task) });
         // SAFETY: as above, the task is alive.
         let h = unsafe { run.task.as_ref() };
@@ -340,8 +351,21 @@ impl TaskRef {
             }
             if self.header().state.notify() {
                 Shared::schedule_on(ctx, self);
+            } else {
+                self.hint_retainer();
             }
         })
+    }
+
+    /// After a wake that only set `NOTIFIED`: if a worker retains the task,
+    /// asks it to release the task at its next turn (retained.rs).
+    fn hint_retainer(&self) {
+        // A token read as 0 while the task is in fact retained (its store
+        // not visible yet) leaves the release to the slot's turn.
+        let token = self.header().retained();
+        if token != 0 {
+            self.shared().hint_retainer(token);
+        }
     }
 
     /// A wake by reference: as [`wake`](Self::wake), taking a reference for
@@ -364,6 +388,8 @@ impl TaskRef {
                 // We hold `RUNNING` for an entry now; the task is alive (our
                 // caller's waker holds a reference).
                 Shared::schedule_on(ctx, self.clone());
+            } else {
+                self.hint_retainer();
             }
         })
     }
@@ -522,6 +548,12 @@ impl TaskState {
     /// that lands anyway is seen by `end_run_pending` later).
     pub(crate) fn is_quiet(&self) -> bool {
         self.0.load(Ordering::Relaxed) & (NOTIFIED | ABORT) == 0
+    }
+
+    /// Worker, about a task it retains: whether a wake or an abort marked
+    /// it since (a plain load: the release that follows is the RMW).
+    pub(crate) fn is_marked(&self) -> bool {
+        !self.is_quiet()
     }
 
     /// Runner, after a `Pending` poll: releases `RUNNING`, or, if woken

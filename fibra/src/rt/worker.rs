@@ -14,8 +14,10 @@
 //!
 //! Retention: a task whose poll here ends idle stays `RUNNING`, held by the
 //! worker's ring (`retained.rs`), for up to `retained::CAP` turns; a wake
-//! from a task here queues it without an atomic read-modify-write. The
-//! worker releases what it retains before it searches, sleeps or stops.
+//! on this worker's thread queues it without an atomic read-modify-write.
+//! A wake from elsewhere raises the worker's hint, and the worker releases
+//! the woken tasks at its next turn; it releases everything before it
+//! searches, sleeps or stops.
 //!
 //! Idle: a worker with nothing to run searches (steals) for a few rounds,
 //! spinning between them, then registers as a sleeper, looks once more, and
@@ -111,7 +113,7 @@ impl WorkerCtx {
             tick: Cell::new(0),
             finishing: Cell::new(false),
             backlog_since: Cell::new(None),
-            retained: Retained::new(),
+            retained: Retained::new(index),
         }
     }
 
@@ -121,6 +123,12 @@ impl WorkerCtx {
     #[inline]
     pub(crate) fn take_retained(&self, task: &TaskRef) -> Option<bool> {
         self.retained.take(task)
+    }
+
+    /// How many tasks this worker retains.
+    #[cfg(test)]
+    pub(crate) fn retained_count(&self) -> u32 {
+        self.retained.len()
     }
 
     /// Releases a task that left our ring; queues it if it was woken.
@@ -350,10 +358,23 @@ impl WorkerCtx {
         budget::reset();
         let idle = task.run();
         self.retained.turn(idle, |t| self.release_retained(t));
+        if self.shared.retained_woken[self.index].take_down() {
+            self.retained
+                .release_woken(|t| t.is_marked(), |t| self.release_retained(t));
+        }
     }
 
     /// Runs tasks until `done()` or shutdown.
     pub(crate) fn run(&self, done: impl Fn() -> bool) {
+        // Whatever we retain goes back when we stop, even if a panic (a
+        // foreign waker's, an output's drop) unwinds this loop.
+        struct ReleaseRetained<'a>(&'a WorkerCtx);
+        impl Drop for ReleaseRetained<'_> {
+            fn drop(&mut self) {
+                self.0.release_all_retained();
+            }
+        }
+        let _release = ReleaseRetained(self);
         let mut searching = false;
         loop {
             if done() || self.shared.is_shutdown() {
@@ -361,7 +382,6 @@ impl WorkerCtx {
                     self.shared.idle.stop_searching();
                 }
                 budget::unlimited();
-                self.release_all_retained();
                 return;
             }
             if self.backlog_since.get().is_some() && self.tick.get() % CHECK_EVERY == 0 {
