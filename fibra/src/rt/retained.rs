@@ -71,8 +71,8 @@ use std::cell::Cell;
 pub(super) const CAP: usize = 128;
 
 pub(crate) struct Retained {
-    /// The worker's index: tokens name it (`token`).
-    worker: usize,
+    /// The token of slot 0: tokens name the worker (`token`).
+    base: usize,
     /// Slot `k % CAP` holds what turn `k` left to retain, until turn
     /// `k + CAP` releases it (or a wake takes it first).
     slots: [Cell<Option<IdleRun>>; CAP],
@@ -85,7 +85,7 @@ pub(crate) struct Retained {
 impl Retained {
     pub(crate) fn new(worker: usize) -> Self {
         Self {
-            worker,
+            base: (worker + 1) * CAP,
             slots: std::array::from_fn(|_| Cell::new(None)),
             turn: Cell::new(0),
             held: Cell::new(0),
@@ -118,11 +118,10 @@ impl Retained {
     #[inline]
     pub(crate) fn take(&self, task: &TaskRef) -> Option<bool> {
         let header = task.header();
-        let token = header.retained();
-        if token / CAP != self.worker + 1 {
+        let i = header.retained().wrapping_sub(self.base);
+        if i >= CAP {
             return None;
         }
-        let i = token % CAP;
         match self.slots[i].get() {
             Some(run) if run.task == task.as_ptr() => {
                 self.slots[i].set(None);
@@ -190,7 +189,7 @@ impl Retained {
 
     /// The token naming slot `i` of this worker's ring (never 0).
     fn token(&self, i: usize) -> usize {
-        (self.worker + 1) * CAP + i
+        self.base + i
     }
 }
 

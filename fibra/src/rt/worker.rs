@@ -353,7 +353,7 @@ impl WorkerCtx {
     }
 
     /// Runs one task turn.
-    #[inline]
+    #[inline(always)]
     fn run_task(&self, task: TaskRef) {
         budget::reset();
         let idle = task.run();
