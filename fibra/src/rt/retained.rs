@@ -95,7 +95,8 @@ impl Retained {
     /// A task turn on this worker ended; `run` is the task it left idle but
     /// `RUNNING`, if any (`Task::run`), which we retain. The task retained
     /// `CAP` turns ago in the same slot, if no wake took it meanwhile, is
-    /// released (through `release`).
+    /// released (through `release`). Turns that neither retain nor find
+    /// anything retained may skip this: they age nothing.
     #[inline]
     pub(crate) fn turn(&self, run: Option<IdleRun>, release: impl FnOnce(IdleRun)) {
         let turn = self.turn.get();

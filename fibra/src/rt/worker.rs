@@ -357,6 +357,11 @@ impl WorkerCtx {
     fn run_task(&self, task: TaskRef) {
         budget::reset();
         let idle = task.run();
+        if idle.is_none() && self.retained.is_empty() {
+            // Nothing to retain or release (a hint can only be stale): a
+            // task that finished, among others that do (spawn-join).
+            return;
+        }
         self.retained.turn(idle, |t| self.release_retained(t));
         if self.shared.retained_woken[self.index].take_down() {
             self.retained
