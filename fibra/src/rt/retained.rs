@@ -31,23 +31,11 @@
 //!   ends (shutdown, the end of a current-thread `block_on`, a panic).
 //!
 //! The price: a retained task woken from elsewhere waits for the end of its
-//! worker's current turn, and then runs there (once: see "Pauses"). Before, the waker took it
+//! worker's current turn, and then runs there. Before, the waker took it
 //! (into its own worker's `next` slot, or the injector for any worker). A
 //! turn that lasts (a poll that computes, or blocks the thread) holds up
 //! the tasks it retains as it holds up those in its `next` slot and `hot`
 //! queue, which no other worker may steal either.
-//!
-//! # Pauses
-//!
-//! A task woken from elsewhere once is likely to be again: it talks to
-//! another worker, an OS thread, the timer. Such a wake cannot take a
-//! retained task; it waits for the worker (the hint, then the end of the
-//! current turn). So the release that finds a retained task woken pauses
-//! its retention: its next `RETAIN_PAUSE` (16) runs that end idle release
-//! `RUNNING` at once, as before retention, and a wake from elsewhere takes
-//! the task (into its own worker's `next` slot, or the injector). The count
-//! lives in the low bits of the header's `retained` word, written only by
-//! the holder of `RUNNING`.
 //!
 //! The retained run's reference comes along in the slot, unless the run
 //! donated it to a waker clone (task.rs, "The run's reference"): then the
@@ -278,68 +266,5 @@ mod tests {
             drop(in_tx);
             echo.await.unwrap();
         });
-    }
-
-    /// A wake from another thread that found the echo retained pauses its
-    /// retention: the next time it blocks it is not retained, and after a
-    /// few more turns it is again.
-    #[test]
-    fn a_wake_from_elsewhere_pauses_retention() {
-        use std::sync::Arc;
-        use std::sync::atomic::{AtomicBool, Ordering};
-        let rt = crate::Runtime::builder().current_thread().build().unwrap();
-        let (in_tx, in_rx) = crate::channel::<u64>();
-        let (out_tx, out_rx) = crate::channel::<u64>();
-        let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
-        let sent = Arc::new(AtomicBool::new(false));
-        let remote = {
-            let (in_tx, sent) = (in_tx.clone(), sent.clone());
-            std::thread::spawn(move || {
-                go_rx.recv().unwrap();
-                in_tx.send_blocking(100).unwrap();
-                sent.store(true, Ordering::SeqCst);
-            })
-        };
-        rt.block_on(async move {
-            let echo = crate::spawn(async move {
-                while let Ok(v) = in_rx.recv().await {
-                    out_tx.send(v).await.unwrap();
-                }
-            });
-            // A round trip; whether the echo was retained where it blocked
-            // (in its receive before our send, or in its send after it,
-            // depending on who ran first last time).
-            let round = || async {
-                let in_recv = retained_here();
-                in_tx.send(7).await.unwrap();
-                let in_send = retained_here();
-                assert_eq!(out_rx.recv().await, Ok(7));
-                in_recv.max(in_send)
-            };
-            assert_eq!(round().await, 1, "retained where it blocked");
-            // Let the echo block in its receive again (retained).
-            crate::yield_now().await;
-            assert_eq!(retained_here(), 1);
-            // The other thread's send wakes it while a task spins in one
-            // poll (no turn passes, so the echo stays retained); the worker
-            // then releases it, woken, and pauses its retention.
-            let busy = crate::spawn(async move {
-                go_tx.send(()).unwrap();
-                while !sent.load(Ordering::SeqCst) {
-                    std::hint::spin_loop();
-                }
-            });
-            assert_eq!(out_rx.recv().await, Ok(100));
-            busy.await.unwrap();
-            assert_eq!(round().await, 0, "paused");
-            let mut rounds = 1;
-            while round().await == 0 {
-                rounds += 1;
-                assert!(rounds < 40, "retention never resumed");
-            }
-            drop(in_tx);
-            echo.await.unwrap();
-        });
-        remote.join().unwrap();
     }
 }

@@ -89,13 +89,6 @@ thread_local! {
     static DONATE: Cell<*const ()> = const { Cell::new(std::ptr::null()) };
 }
 
-/// Low bits of `Header::retained`: the pause count (retained.rs, "Pauses").
-const PAUSE_BITS: u32 = 5;
-const PAUSE_MASK: usize = (1 << PAUSE_BITS) - 1;
-/// Runs that do not retain a task after a wake from elsewhere found it
-/// retained.
-const RETAIN_PAUSE: usize = 16;
-
 const NOTIFIED: usize = 1;
 const RUNNING: usize = 2;
 const COMPLETE: usize = 4;
@@ -177,11 +170,8 @@ pub(crate) struct Header {
     refs: AtomicUsize,
     vtable: &'static Vtable,
     registry_slot: Slot,
-    /// While a worker retains the task (`retained.rs`): a token naming the
-    /// worker and the ring slot holding it, else 0; shifted left by
-    /// `PAUSE_BITS`, below which count the task's next runs that may not
-    /// retain (`retained.rs`, "Pauses"). Written only by the holder of
-    /// `RUNNING` (the retaining worker, or the runner); the token is read by
+    /// While a worker retains the task (`retained.rs`): the address of the
+    /// ring slot holding it, else 0. Written only by that worker; read by
     /// wakes anywhere, which trust it only after checking the slot.
     retained: AtomicUsize,
     /// Dropped by hand, last: it keeps the task's memory (its page, for a
@@ -199,40 +189,14 @@ impl Header {
     /// The retaining worker's token (`retained.rs`), or 0.
     pub(super) fn retained(&self) -> usize {
         // Relaxed: a hint, checked against the slot it names.
-        self.retained.load(Ordering::Relaxed) >> PAUSE_BITS
+        self.retained.load(Ordering::Relaxed)
     }
 
-    /// Set by the retaining worker (0 once it no longer retains the task),
-    /// which holds `RUNNING`.
+    /// Set by the retaining worker (0 once it no longer retains the task).
     pub(super) fn set_retained(&self, token: usize) {
         // Relaxed: only the retaining worker acts on a token, after
-        // finding the task in its own slot; the pause count is only ever
-        // written by the holder of `RUNNING`, whose hand-over orders it.
-        let pause = self.retained.load(Ordering::Relaxed) & PAUSE_MASK;
-        self.retained
-            .store(token << PAUSE_BITS | pause, Ordering::Relaxed);
-    }
-
-    /// By the holder of `RUNNING`, at the end of a `Pending` poll: whether
-    /// this run must not retain the task, a wake from elsewhere having
-    /// found it retained not long ago (counts the pause down).
-    fn pause_retaining(&self) -> bool {
-        let word = self.retained.load(Ordering::Relaxed);
-        if word & PAUSE_MASK == 0 {
-            return false;
-        }
-        // Relaxed: as in `set_retained`.
-        self.retained.store(word - 1, Ordering::Relaxed);
-        true
-    }
-
-    /// By the holder of `RUNNING`: the task was woken from elsewhere while
-    /// retained; its next `RETAIN_PAUSE` runs do not retain it.
-    fn pause_retention(&self) {
-        let word = self.retained.load(Ordering::Relaxed);
-        // Relaxed: as in `set_retained`.
-        self.retained
-            .store(word & !PAUSE_MASK | RETAIN_PAUSE, Ordering::Relaxed);
+        // finding the task in its own slot.
+        self.retained.store(token, Ordering::Relaxed);
     }
 }
 
@@ -334,11 +298,7 @@ impl TaskRef {
         // SAFETY: as above, the task is alive.
         let h = unsafe { run.task.as_ref() };
         if h.state.end_run_pending() == AfterPoll::Requeue {
-            // Woken from elsewhere (or aborted) while retained: such wakes
-            // wait for us, so stop retaining the task for a while. We still
-            // hold `RUNNING`.
-            h.pause_retention();
-            // The queue entry needs a reference.
+            // We still hold `RUNNING`; the queue entry needs a reference.
             // SAFETY: as above, the task is alive.
             return Some(own.unwrap_or_else(|| unsafe { TaskRef::adopt_new(run.task) }));
         }
@@ -929,7 +889,7 @@ where
                 if !h.registry_slot.is_registered() {
                     h.shared.tasks.insert(task.clone(), &h.registry_slot);
                 }
-                if h.state.is_quiet() && !h.pause_retaining() {
+                if h.state.is_quiet() {
                     // Not woken during the poll: the worker retains it,
                     // `RUNNING` and all (retained.rs), with our reference
                     // unless it was donated to a waker.
