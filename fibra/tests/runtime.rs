@@ -641,6 +641,14 @@ fn a_task_woken_from_another_thread_runs_while_its_worker_stays_busy() {
 /// reaches them, and the next `block_on` runs them.
 #[test]
 fn tasks_idle_at_the_end_of_a_block_on_are_woken_before_the_next() {
+    // A task left retained would never run again: fail, don't hang.
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+    let watchdog = std::thread::spawn(move || {
+        if done_rx.recv_timeout(Duration::from_secs(60)).is_err() {
+            eprintln!("a task idle at the end of a block_on never ran again");
+            std::process::abort();
+        }
+    });
     let rt = Runtime::builder().current_thread().build().unwrap();
     let (in_tx, in_rx) = fibra::channel::<u64>();
     let (out_tx, out_rx) = fibra::channel::<u64>();
@@ -662,6 +670,8 @@ fn tasks_idle_at_the_end_of_a_block_on_are_woken_before_the_next() {
     assert_eq!(rt.block_on(async move { out_rx.recv().await }), Ok(7));
     drop(in_tx);
     rt.block_on(e).unwrap();
+    done_tx.send(()).unwrap();
+    watchdog.join().unwrap();
 }
 
 /// Tasks that blocked again after several turns (so their runs donated

@@ -116,6 +116,52 @@ fn loom_a_retained_task_woken_elsewhere_is_released_once_and_promptly() {
 }
 
 #[test]
+fn loom_two_wakes_from_elsewhere_are_both_seen_through_one_hint() {
+    // Two retained tasks, each woken by its own thread, which raises the
+    // worker's hint. The worker takes the hint down once and releases what
+    // it finds marked. Whatever it did not release must still be signalled:
+    // once both wakers are done, a task left retained and marked means the
+    // hint is up again. (Fails if `raise` is a plain store: the worker's
+    // Acquire then synchronises with the second waker only.)
+    model(|| {
+        let t1 = Arc::new(TaskState::new());
+        let t2 = Arc::new(TaskState::new());
+        let hint = Arc::new(WokenHint::default());
+        assert_eq!(t1.start_run(), Some(false));
+        assert_eq!(t2.start_run(), Some(false));
+        let wakers: Vec<_> = [t1.clone(), t2.clone()]
+            .into_iter()
+            .map(|t| {
+                let hint = hint.clone();
+                thread::spawn(move || {
+                    assert!(!t.notify(), "retained: RUNNING");
+                    hint.raise();
+                })
+            })
+            .collect();
+        let mut released = [false, false];
+        if hint.take_down() {
+            for (i, t) in [&t1, &t2].into_iter().enumerate() {
+                if t.is_marked() {
+                    assert_eq!(t.end_run_pending(), AfterPoll::Requeue);
+                    released[i] = true;
+                }
+            }
+        }
+        for w in wakers {
+            w.join().unwrap();
+        }
+        let left_marked = [&t1, &t2]
+            .into_iter()
+            .zip(released)
+            .any(|(t, r)| !r && t.is_marked());
+        if left_marked {
+            assert!(hint.take_down(), "a marked task left without a hint");
+        }
+    });
+}
+
+#[test]
 fn loom_wakes_after_completion_do_nothing() {
     model(|| {
         let st = Arc::new(TaskState::new());

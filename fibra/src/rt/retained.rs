@@ -204,9 +204,13 @@ pub(crate) struct WokenHint(crossbeam_utils::CachePadded<AtomicBool>);
 impl WokenHint {
     /// By the waker, after it marked the task.
     pub(crate) fn raise(&self) {
-        // Release: after the waker's `NOTIFIED` (its RMW on the state word);
-        // the worker's Acquire in `take_down` then sees the mark.
-        self.0.store(true, Ordering::Release);
+        // Release, after the waker's `NOTIFIED` (its RMW on the state word):
+        // the worker's Acquire in `take_down` then sees the mark. A swap,
+        // not a store: two wakers may raise before the worker looks, and a
+        // plain store by the second would end the first's release sequence,
+        // so the worker could miss the first mark (loom model
+        // `loom_two_wakes_from_elsewhere_are_both_seen_through_one_hint`).
+        self.0.swap(true, Ordering::Release);
     }
 
     /// By the worker: whether the flag was up (now down).

@@ -170,9 +170,10 @@ pub(crate) struct Header {
     refs: AtomicUsize,
     vtable: &'static Vtable,
     registry_slot: Slot,
-    /// While a worker retains the task (`retained.rs`): the address of the
-    /// ring slot holding it, else 0. Written only by that worker; read by
-    /// wakes anywhere, which trust it only after checking the slot.
+    /// While a worker retains the task (`retained.rs`): a token naming the
+    /// worker and the ring slot holding it, else 0. Written only by that
+    /// worker; read by wakes anywhere, which trust it only after checking
+    /// the slot.
     retained: AtomicUsize,
     /// Dropped by hand, last: it keeps the task's memory (its page, for a
     /// slab task) alive until the block is given back.

@@ -16,8 +16,9 @@
 //! worker's ring (`retained.rs`), for up to `retained::CAP` turns; a wake
 //! on this worker's thread queues it without an atomic read-modify-write.
 //! A wake from elsewhere raises the worker's hint, and the worker releases
-//! the woken tasks at its next turn; it releases everything before it
-//! searches, sleeps or stops.
+//! the woken tasks at its next turn (or, for a wake that raced the end of
+//! the task's poll and saw no token, when the slot comes round again); it
+//! releases everything before it searches, sleeps or stops.
 //!
 //! Idle: a worker with nothing to run searches (steals) for a few rounds,
 //! spinning between them, then registers as a sleeper, looks once more, and
