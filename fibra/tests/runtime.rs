@@ -176,6 +176,21 @@ fn spawn_outside_a_runtime_panics_with_advice() {
     assert!(msg.contains("Runtime::spawn"), "{msg}");
 }
 
+/// Drops `rt` and checks that every task of `handles` (each holding a
+/// `CountDrop` on `drops`) was dropped exactly once and reports cancelled.
+fn drops_every_task_once_at_shutdown(
+    name: &str,
+    rt: Runtime,
+    drops: &AtomicUsize,
+    handles: Vec<fibra::JoinHandle<()>>,
+) {
+    drop(rt);
+    assert_eq!(drops.load(Ordering::SeqCst), handles.len(), "{name}");
+    for h in handles {
+        assert!(fibra::block_on(h).unwrap_err().is_cancelled(), "{name}");
+    }
+}
+
 #[test]
 fn shutdown_drops_every_pending_task_exactly_once() {
     for (name, rt) in flavours() {
@@ -192,11 +207,7 @@ fn shutdown_drops_every_pending_task_exactly_once() {
         }
         // Let the multi-thread runtimes start them (they park on `rx`).
         std::thread::sleep(Duration::from_millis(20));
-        drop(rt);
-        assert_eq!(drops.load(Ordering::SeqCst), 500, "{name}");
-        for h in handles {
-            assert!(fibra::block_on(h).unwrap_err().is_cancelled(), "{name}");
-        }
+        drops_every_task_once_at_shutdown(name, rt, &drops, handles);
         drop(tx);
     }
 }
@@ -561,6 +572,28 @@ fn joining_a_handle_after_join_op_took_the_output_panics() {
     }
 }
 
+/// Aborts the process with a message if not disarmed within 60 s: a lost
+/// wake fails the test instead of hanging it.
+struct Deadline(std::sync::mpsc::Sender<()>, std::thread::JoinHandle<()>);
+
+impl Deadline {
+    fn new(what: String) -> Self {
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let watchdog = std::thread::spawn(move || {
+            if done_rx.recv_timeout(Duration::from_secs(60)).is_err() {
+                eprintln!("{what}");
+                std::process::abort();
+            }
+        });
+        Self(done_tx, watchdog)
+    }
+
+    fn disarm(self) {
+        self.0.send(()).unwrap();
+        self.1.join().unwrap();
+    }
+}
+
 /// An echo task: sends back what it receives until its input closes.
 async fn echo(rx: fibra::Receiver<u64>, tx: fibra::Sender<u64>) {
     while let Ok(v) = rx.recv().await {
@@ -642,13 +675,7 @@ fn a_task_woken_from_another_thread_runs_while_its_worker_stays_busy() {
 #[test]
 fn tasks_idle_at_the_end_of_a_block_on_are_woken_before_the_next() {
     // A task left retained would never run again: fail, don't hang.
-    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
-    let watchdog = std::thread::spawn(move || {
-        if done_rx.recv_timeout(Duration::from_secs(60)).is_err() {
-            eprintln!("a task idle at the end of a block_on never ran again");
-            std::process::abort();
-        }
-    });
+    let deadline = Deadline::new("a task idle at the end of a block_on never ran again".into());
     let rt = Runtime::builder().current_thread().build().unwrap();
     let (in_tx, in_rx) = fibra::channel::<u64>();
     let (out_tx, out_rx) = fibra::channel::<u64>();
@@ -670,8 +697,7 @@ fn tasks_idle_at_the_end_of_a_block_on_are_woken_before_the_next() {
     assert_eq!(rt.block_on(async move { out_rx.recv().await }), Ok(7));
     drop(in_tx);
     rt.block_on(e).unwrap();
-    done_tx.send(()).unwrap();
-    watchdog.join().unwrap();
+    deadline.disarm();
 }
 
 /// Tasks that blocked again after several turns (so their runs donated
@@ -703,11 +729,7 @@ fn shutdown_drops_retained_tasks_exactly_once() {
                 ack_rx.recv().await.unwrap();
             }
         });
-        drop(rt);
-        assert_eq!(drops.load(Ordering::SeqCst), 200, "{name}");
-        for h in handles {
-            assert!(fibra::block_on(h).unwrap_err().is_cancelled(), "{name}");
-        }
+        drops_every_task_once_at_shutdown(name, rt, &drops, handles);
         drop(tx);
     }
 }
@@ -719,13 +741,9 @@ fn shutdown_drops_retained_tasks_exactly_once() {
 fn ping_pong_with_os_threads_loses_no_message() {
     const ROUNDS: u64 = 5_000;
     for (name, rt) in flavours() {
-        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
-        let watchdog = std::thread::spawn(move || {
-            if done_rx.recv_timeout(Duration::from_secs(60)).is_err() {
-                eprintln!("{name}: ping-pong with OS threads hung (a lost wake)");
-                std::process::abort();
-            }
-        });
+        let deadline = Deadline::new(format!(
+            "{name}: ping-pong with OS threads hung (a lost wake)"
+        ));
         let mut threads = Vec::new();
         let mut tasks = Vec::new();
         for _ in 0..3 {
@@ -748,7 +766,6 @@ fn ping_pong_with_os_threads_loses_no_message() {
         for t in threads {
             t.join().unwrap();
         }
-        done_tx.send(()).unwrap();
-        watchdog.join().unwrap();
+        deadline.disarm();
     }
 }

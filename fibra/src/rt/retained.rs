@@ -149,18 +149,14 @@ impl Retained {
     }
 
     /// Releases the retained tasks that a wake from elsewhere (or an abort)
-    /// marked since they were retained; `woken` reads that mark.
-    pub(crate) fn release_woken(
-        &self,
-        woken: impl Fn(IdleRun) -> bool,
-        mut release: impl FnMut(IdleRun),
-    ) {
+    /// marked since they were retained.
+    pub(crate) fn release_woken(&self, mut release: impl FnMut(IdleRun)) {
         if self.is_empty() {
             return;
         }
         for slot in &self.slots {
             match slot.get() {
-                Some(run) if woken(run) => {
+                Some(run) if run.is_marked() => {
                     slot.set(None);
                     self.release_from(run, &mut release);
                 }

@@ -508,19 +508,7 @@ impl Class {
     fn unlink(&mut self, p: *mut Page) {
         // SAFETY: a listed page of ours (owner only).
         let page = unsafe { &*p };
-        let (prev, next) = (page.prev.get(), page.next.get());
-        if prev.is_null() {
-            self.head = next;
-        } else {
-            // SAFETY: listed pages of ours.
-            unsafe { (*prev).next.set(next) };
-        }
-        if next.is_null() {
-            self.tail = prev;
-        } else {
-            // SAFETY: as above.
-            unsafe { (*next).prev.set(prev) };
-        }
+        self.join(page.prev.get(), page.next.get());
         page.prev.set(ptr::null_mut());
         page.next.set(ptr::null_mut());
     }
@@ -536,21 +524,24 @@ impl Class {
     /// Links `p` (in no list) between `prev` and `next`, neighbours in this
     /// list (null: the list's end).
     fn insert(&mut self, p: *mut Page, prev: *mut Page, next: *mut Page) {
-        // SAFETY: pages of ours (owner only).
-        let page = unsafe { &*p };
-        page.prev.set(prev);
-        page.next.set(next);
-        if prev.is_null() {
-            self.head = p;
+        self.join(prev, p);
+        self.join(p, next);
+    }
+
+    /// Makes `a` and `b` neighbours in this list, `a` first (null: the
+    /// list's end on that side).
+    fn join(&mut self, a: *mut Page, b: *mut Page) {
+        if a.is_null() {
+            self.head = b;
         } else {
-            // SAFETY: as above.
-            unsafe { (*prev).next.set(p) };
+            // SAFETY: pages of ours (owner only).
+            unsafe { (*a).next.set(b) };
         }
-        if next.is_null() {
-            self.tail = p;
+        if b.is_null() {
+            self.tail = a;
         } else {
             // SAFETY: as above.
-            unsafe { (*next).prev.set(p) };
+            unsafe { (*b).prev.set(a) };
         }
     }
 }

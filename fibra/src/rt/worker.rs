@@ -365,8 +365,7 @@ impl WorkerCtx {
         }
         self.retained.turn(idle, |t| self.release_retained(t));
         if self.shared.retained_woken[self.index].take_down() {
-            self.retained
-                .release_woken(|t| t.is_marked(), |t| self.release_retained(t));
+            self.retained.release_woken(|t| self.release_retained(t));
         }
     }
 
