@@ -52,6 +52,7 @@ pub mod rt;
 pub mod select;
 pub mod sync;
 pub mod time;
+mod wake;
 
 pub use chan::{
     Receiver, RecvError, RecvOp, SendError, SendOp, SendTimeoutError, Sender, TryRecvError,

@@ -1,7 +1,7 @@
 //! `Builder`: configure and start a runtime.
 
-use super::{Flavor, Idle, Parker, Registry, Runtime, Shared, WorkerCtx};
-use crate::loom::AtomicBool;
+use super::{Flavor, Idle, MAX_WORKERS, Parker, Registry, Runtime, Shared, WorkerCtx};
+use crate::loom::{AtomicBool, AtomicUsize};
 use crossbeam_deque::{Injector, Worker as Deque};
 use std::sync::Arc;
 
@@ -61,7 +61,8 @@ impl Builder {
     }
 
     /// Number of worker threads (multi-thread flavour). Default: the
-    /// number of cores. Values below 1 count as 1.
+    /// number of cores. Values below 1 count as 1; more than
+    /// [`MAX_WORKERS`](super::MAX_WORKERS) make [`build`](Self::build) fail.
     pub fn workers(mut self, n: usize) -> Self {
         self.workers = Some(n.max(1));
         self
@@ -89,13 +90,24 @@ impl Builder {
     ///
     /// # Errors
     ///
-    /// If a worker thread cannot be spawned.
+    /// If a worker thread cannot be spawned, or more than
+    /// [`MAX_WORKERS`](super::MAX_WORKERS) workers were asked for
+    /// ([`ErrorKind::InvalidInput`](std::io::ErrorKind::InvalidInput)).
     pub fn build(self) -> std::io::Result<Runtime> {
         let cores = std::thread::available_parallelism().map_or(1, usize::from);
         let n = match self.flavor {
             Flavor::CurrentThread => 1,
-            Flavor::MultiThread => self.workers.unwrap_or(cores),
+            Flavor::MultiThread => self.workers.unwrap_or(cores.min(MAX_WORKERS)),
         };
+        if let Some(asked) = self.workers.filter(|&w| w > MAX_WORKERS) {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!(
+                    "fibra: {asked} workers asked for, at most {MAX_WORKERS} are supported \
+                     (one per core is the default and usually best)"
+                ),
+            ));
+        }
         let locals: Vec<Deque<_>> = (0..n).map(|_| Deque::new_fifo()).collect();
         let shared = Arc::new(Shared {
             injector: Injector::new(),
@@ -108,7 +120,21 @@ impl Builder {
             drain_lock: std::sync::Mutex::new(()),
             heaps: (0..n).map(|_| super::task_alloc::Heap::new()).collect(),
             retained_woken: (0..n).map(|_| Default::default()).collect(),
+            workers_running: AtomicUsize::new(match self.flavor {
+                Flavor::CurrentThread => 0,
+                Flavor::MultiThread => n,
+            }),
+            drain_on_stop: AtomicBool::new(false),
+            rescuable: self.flavor == Flavor::MultiThread && n > 1,
+            watches: (0..n).map(|_| Default::default()).collect(),
+            workers_ctx: (0..n)
+                .map(|_| std::sync::atomic::AtomicPtr::new(std::ptr::null_mut()))
+                .collect(),
+            ticking: AtomicUsize::new(0),
         });
+        if shared.rescuable {
+            super::rescue::prepare();
+        }
         let mut rt = Runtime {
             shared: shared.clone(),
             flavor: self.flavor,
@@ -132,6 +158,15 @@ impl Builder {
                 if let Some(core) = pin {
                     pin_to_core(core);
                 }
+                /// Counts the worker out when its thread ends, even by a
+                /// panic (`Shared::worker_stopped`).
+                struct Stopped(Arc<Shared>);
+                impl Drop for Stopped {
+                    fn drop(&mut self) {
+                        self.0.worker_stopped();
+                    }
+                }
+                let _stopped = Stopped(shared.clone());
                 let ctx = WorkerCtx::new(shared, index, local);
                 ctx.enter(|| ctx.run(|| false));
                 // Leave `next` and `hot` in the stealable queue, where

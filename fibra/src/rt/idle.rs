@@ -74,6 +74,17 @@ impl Idle {
         Some(index)
     }
 
+    /// How many workers sleep (registered sleepers).
+    pub(crate) fn sleeping(&self) -> usize {
+        self.sleeping.load(Ordering::SeqCst)
+    }
+
+    /// A sleeping worker other than `except`, left registered (to be woken
+    /// as a watchdog, `rescue.rs`).
+    pub(crate) fn some_sleeper(&self, except: usize) -> Option<usize> {
+        lock(&self.sleepers).iter().copied().find(|&i| i != except)
+    }
+
     /// Every sleeper, for shutdown.
     pub(crate) fn wake_all(&self) -> Vec<usize> {
         let mut sleepers = lock(&self.sleepers);

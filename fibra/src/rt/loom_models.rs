@@ -1,6 +1,7 @@
 //! loom models of the runtime's lock-free parts: a task's state word and the
 //! idle workers' sleep/wake protocol (see `chan/loom_models.rs` to run).
 
+use super::future_cell::FutureCell;
 use super::idle::Idle;
 use super::park::Parker;
 use super::retained::WokenHint;
@@ -8,6 +9,7 @@ use super::task::{AfterPoll, TaskState};
 use super::task_alloc::{FreeBlock, RemoteFree, next_of};
 use crate::chan::loom_models::model;
 use crate::loom::{Arc, AtomicBool, AtomicUsize, Ordering, thread};
+use std::future::Future;
 
 #[test]
 fn loom_wake_during_poll_is_never_lost_nor_doubled() {
@@ -298,5 +300,40 @@ fn loom_remote_frees_come_back_to_the_owner_exactly_once() {
             // SAFETY: allocated above as a `Block`, freed once.
             drop(unsafe { Box::from_raw(b.0.cast::<Block>()) });
         }
+    });
+}
+
+#[test]
+fn loom_abort_racing_a_commit_into_a_parked_receive_loses_nothing() {
+    // A task's receive is parked (its record, inside the future, published
+    // to the channel) when the task is aborted: the runner drops the future
+    // in its cell while a sender on another thread commits into the
+    // receive's slot. The value ends up exactly once: handed back to the
+    // sender, or given back to the channel by the receive's drop. (A future
+    // moved out of its cell before its drop loses it: the sender writes
+    // into the old place.)
+    model(|| {
+        let (tx, rx) = crate::channel::<u32>();
+        let _keep_open = tx.clone();
+        let sender = thread::spawn(move || match tx.try_send(7) {
+            Ok(()) => None,
+            Err(crate::TrySendError::Full(v)) => Some(v),
+            Err(crate::TrySendError::Disconnected(_)) => unreachable!("receiver alive"),
+        });
+        let rx2 = rx.clone();
+        let cell = FutureCell::new(async move { rx2.recv().await });
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        // SAFETY: this thread is the cell's only user.
+        let got = match unsafe { cell.pinned() }.unwrap().poll(&mut cx) {
+            std::task::Poll::Ready(v) => Some(v.unwrap()),
+            std::task::Poll::Pending => None,
+        };
+        // The abort: the future is dropped where it was polled.
+        // SAFETY: as above.
+        assert!(unsafe { cell.drop_future() }.is_ok());
+        let returned = sender.join().unwrap();
+        let rescued = rx.try_recv().ok();
+        let all: Vec<u32> = [got, returned, rescued].into_iter().flatten().collect();
+        assert_eq!(all, [7], "value lost or duplicated");
     });
 }

@@ -32,10 +32,12 @@
 mod blocking;
 pub(crate) mod budget;
 mod builder;
+mod future_cell;
 mod idle;
 mod join;
 mod park;
 mod registry;
+mod rescue;
 mod retained;
 mod task;
 mod task_alloc;
@@ -74,6 +76,22 @@ pub(crate) struct Shared {
     drain_lock: std::sync::Mutex<()>,
     /// Task memory, one heap per worker (`task_alloc.rs`).
     heaps: Box<[task_alloc::Heap]>,
+    /// Whether workers may rescue each other's private tasks (`rescue.rs`):
+    /// a multi-thread runtime with more than one worker.
+    rescuable: bool,
+    /// Each worker's side of the freeze (`rescue.rs`).
+    watches: Box<[crossbeam_utils::CachePadded<rescue::Watch>]>,
+    /// Each multi-thread worker's context while its loop runs, for a
+    /// rescuer holding it frozen (`rescue.rs`).
+    workers_ctx: Box<[std::sync::atomic::AtomicPtr<WorkerCtx>]>,
+    /// Idle workers sleeping for a tick (watching the others) rather than
+    /// until woken.
+    ticking: crate::loom::AtomicUsize,
+    /// Worker threads whose loop has not ended yet.
+    workers_running: crate::loom::AtomicUsize,
+    /// The runtime was dropped on one of its own workers: the last worker
+    /// to stop drains the tasks (`worker_stopped`).
+    drain_on_stop: AtomicBool,
     /// Per worker: a wake from elsewhere marked a task it retains
     /// (`retained.rs`); it looks at its ring at its next turn.
     retained_woken: Box<[retained::WokenHint]>,
@@ -94,6 +112,17 @@ impl Shared {
     fn hint_retainer(&self, token: usize) {
         if let Some(hint) = self.retained_woken.get(retained::worker_of(token)) {
             hint.raise();
+        }
+    }
+
+    /// Worker `me` woke up: if no idle worker ticks (`rescue.rs`), wakes
+    /// a sleeper to watch while we run. Only after every worker slept
+    /// through a quiet spell: then this costs one wake-up.
+    fn ensure_watchdog(&self, me: usize) {
+        if self.ticking.load(Ordering::SeqCst) == 0 {
+            if let Some(j) = self.idle.some_sleeper(me) {
+                self.parkers[j].unpark();
+            }
         }
     }
 
@@ -193,6 +222,27 @@ impl Shared {
         handle
     }
 
+    /// Every worker has stopped: cancels what is left (shutdown).
+    fn stop_and_drain(&self) {
+        self.workers_stopped.store(true, Ordering::SeqCst);
+        // Pairs with the fence of a racing spawn (`Shared::spawn`).
+        std::sync::atomic::fence(Ordering::SeqCst);
+        self.drain_tasks();
+    }
+
+    /// A worker thread's loop ended (shutdown). If the runtime was dropped
+    /// on one of its own workers, which could not wait for the others, the
+    /// last worker to stop drains the tasks.
+    pub(super) fn worker_stopped(&self) {
+        // AcqRel: the last worker's decrement comes after every other
+        // worker's (their loops are over, their runs visible to the drain).
+        if self.workers_running.fetch_sub(1, Ordering::AcqRel) == 1
+            && self.drain_on_stop.load(Ordering::Relaxed)
+        {
+            self.stop_and_drain();
+        }
+    }
+
     /// Cancels every pending task (shutdown; no worker runs any more): the
     /// registered ones (they waited) and the queued ones (possibly never
     /// polled, so not registered). Dropping a future may wake others, so
@@ -231,6 +281,12 @@ impl Shared {
         }
     }
 }
+
+/// The most worker threads a runtime may have
+/// ([`Builder::workers`]). Each worker is an OS thread that searches for
+/// work before it sleeps: far more workers than cores only add contention,
+/// and thousands take seconds to start.
+pub const MAX_WORKERS: usize = 256;
 
 /// The flavour of a runtime.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -360,6 +416,15 @@ impl Runtime {
 
 impl Drop for Runtime {
     fn drop(&mut self) {
+        // Dropped inside one of its own tasks: this worker cannot wait for
+        // itself to stop. The last worker to stop drains instead
+        // (`Shared::worker_stopped`); set before `shutdown`, whose Release
+        // the workers' Acquire pairs with.
+        let on_own_worker =
+            with_current(|ctx| ctx.is_some_and(|c| Arc::ptr_eq(&c.shared, &self.shared)));
+        if on_own_worker {
+            self.shared.drain_on_stop.store(true, Ordering::Relaxed);
+        }
         self.shared.shutdown.store(true, Ordering::Release);
         for i in self.shared.idle.wake_all() {
             self.shared.parkers[i].unpark();
@@ -367,14 +432,17 @@ impl Drop for Runtime {
         for p in &self.shared.parkers {
             p.unpark();
         }
+        if on_own_worker {
+            // Detached: each worker stops at its next scheduling point
+            // (this one once the task that dropped us yields or ends).
+            self.threads.clear();
+            return;
+        }
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
         self.ct_local = None;
-        self.shared.workers_stopped.store(true, Ordering::SeqCst);
-        // Pairs with the fence of a racing spawn (`Shared::spawn`).
-        std::sync::atomic::fence(Ordering::SeqCst);
-        self.shared.drain_tasks();
+        self.shared.stop_and_drain();
     }
 }
 

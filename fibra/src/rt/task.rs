@@ -67,9 +67,10 @@
 //! (the task's completion is a resource like a channel: completion commits
 //! them all).
 
+use super::future_cell::FutureCell;
 use super::registry::Slot;
 use super::{JoinHandle, Shared};
-use crate::loom::{AtomicUsize, Lock, Ordering, UnsafeCell, fence};
+use crate::loom::{AtomicUsize, Lock, Ordering, fence};
 use crate::op::BlockCx;
 use crate::op::waiter::{Registration, WaitQueue};
 use std::any::Any;
@@ -78,7 +79,6 @@ use std::fmt;
 use std::future::Future;
 use std::mem::ManuallyDrop;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::pin::Pin;
 use std::ptr::NonNull;
 use std::sync::Arc;
 use std::task::{Context, Poll, RawWaker, RawWakerVTable, Waker};
@@ -621,7 +621,7 @@ impl TaskState {
 #[repr(C)]
 pub(crate) struct Task<F: Future> {
     header: Header,
-    future: UnsafeCell<Option<F>>,
+    future: FutureCell<F>,
     join: Lock<JoinState<F::Output>>,
 }
 
@@ -655,7 +655,7 @@ where
                 retained: AtomicUsize::new(0),
                 shared: ManuallyDrop::new(shared),
             },
-            future: UnsafeCell::new(Some(future)),
+            future: FutureCell::new(future),
             join: Lock::new(JoinState {
                 output: Output::Pending,
                 waker: None,
@@ -790,22 +790,21 @@ where
         let h = &self.header;
         h.state.complete();
         h.shared.tasks.remove(h.id(), &h.registry_slot);
-        drop(dropped);
+        // Nobody will take it: dropped here, on a worker, the blocking pool
+        // or the shutdown drain, none of which a panic of its drop may stop.
+        if let Some(out) = dropped {
+            crate::wake::contain(move || drop(out));
+        }
         if waker.is_none() && wakers.is_empty() {
             return; // nobody waits (a join that comes later finds the output)
         }
-        let wake_all = || waker.into_iter().chain(wakers).for_each(Waker::wake);
+        // Joiners' wakers may be foreign (a tokio task awaiting the handle);
+        // one that panics must not stop this thread.
+        let wake_all = || crate::wake::wake_all(waker.into_iter().chain(wakers));
         super::worker::with_current(|ctx| match ctx {
             Some(ctx) => ctx.finishing(wake_all),
             None => wake_all(),
         });
-    }
-
-    /// The future cell, for its owner (holder of `RUNNING`).
-    #[allow(clippy::mut_from_ref)]
-    unsafe fn future_mut(&self) -> &mut Option<F> {
-        // SAFETY: the caller holds `RUNNING` or runs shutdown: exclusive.
-        self.future.with_mut(|p| unsafe { &mut *p })
     }
 
     /// Polls the future once. With `donate`, the first clone of the waker
@@ -828,13 +827,9 @@ where
         let waker = ManuallyDrop::new(unsafe { Waker::from_raw(raw) });
         let mut cx = Context::from_waker(&waker);
         // SAFETY: we hold `RUNNING`.
-        let slot = unsafe { self.future_mut() };
-        let Some(fut) = slot.as_mut() else {
+        let Some(fut) = (unsafe { self.future.pinned() }) else {
             return (None, false);
         };
-        // SAFETY: the future lives in the task allocation and is never moved
-        // out of its slot; it is dropped in place.
-        let fut = unsafe { Pin::new_unchecked(fut) };
         if donate {
             DONATE.set(me);
         }
@@ -878,8 +873,7 @@ where
                 // touch resources the joiner then sees released). A panic
                 // in its drop is contained like one in its poll.
                 // SAFETY: we hold `RUNNING`.
-                let fut = unsafe { this.future_mut() }.take();
-                let output = match catch_unwind(AssertUnwindSafe(move || drop(fut))) {
+                let output = match unsafe { this.future.drop_future() } {
                     Ok(()) => output,
                     Err(p) => Err(JoinError::Panicked(p)),
                 };
@@ -939,12 +933,17 @@ where
         // SAFETY: the caller's contract.
         let this = unsafe { Self::from_header(p) };
         // SAFETY: called only after every worker stopped: nobody runs us.
-        let fut = unsafe { this.future_mut() }.take();
-        if fut.is_none() {
+        if unsafe { this.future.is_empty() } {
             return;
         }
-        drop(fut);
-        this.complete(Err(JoinError::Cancelled));
+        // A panic in the future's drop is contained as the task's outcome,
+        // as on the abort path: the drain goes on with the other tasks.
+        // SAFETY: as above.
+        let output = match unsafe { this.future.drop_future() } {
+            Ok(()) => Err(JoinError::Cancelled),
+            Err(p) => Err(JoinError::Panicked(p)),
+        };
+        this.complete(output);
     }
 }
 

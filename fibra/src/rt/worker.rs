@@ -24,6 +24,7 @@
 //! spinning between them, then registers as a sleeper, looks once more, and
 //! parks (see `idle.rs` for the wake-up protocol).
 
+use super::rescue::{QUIET_TICKS, TICK};
 use super::retained::Retained;
 use super::task::{IdleRun, TaskRef};
 use super::{Shared, budget};
@@ -31,6 +32,8 @@ use crossbeam_deque::{Steal, Worker as Deque};
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
 
 const MAX_NEXT_STREAK: u32 = 16;
 /// Tasks displaced from `next` wait in the worker's private `hot` queue, up
@@ -85,6 +88,22 @@ pub(crate) struct WorkerCtx {
     finishing: Cell<bool>,
     /// Tasks that went idle here recently, still `RUNNING` (retained.rs).
     retained: Retained,
+    /// Whether other workers may rescue tasks from this one (`rescue.rs`):
+    /// a multi-thread runtime with more than one worker. If not, sections
+    /// cost nothing.
+    watched: bool,
+    /// Our `seq` in our `Watch` (`rescue.rs`), and how deeply nested the
+    /// current section is (0: outside every section).
+    seq: Cell<usize>,
+    depth: Cell<u32>,
+    /// Turns so far, published in our `Watch`.
+    polls: Cell<usize>,
+    /// As a rescuer: each worker's poll count at our previous tick.
+    seen_polls: Box<[Cell<usize>]>,
+    /// As a rescuer: ticks in a row with no poll anywhere and every other
+    /// worker asleep.
+    quiet_ticks: Cell<u32>,
+    seen_total: Cell<usize>,
 }
 
 thread_local! {
@@ -104,7 +123,15 @@ pub(crate) fn with_current<R>(f: impl FnOnce(Option<&WorkerCtx>) -> R) -> R {
 
 impl WorkerCtx {
     pub(crate) fn new(shared: Arc<Shared>, index: usize, local: Deque<TaskRef>) -> Self {
+        let workers = shared.parkers.len();
         Self {
+            watched: shared.rescuable,
+            seq: Cell::new(0),
+            depth: Cell::new(0),
+            polls: Cell::new(0),
+            seen_polls: (0..workers).map(|_| Cell::new(0)).collect(),
+            quiet_ticks: Cell::new(0),
+            seen_total: Cell::new(0),
             shared,
             index,
             local,
@@ -123,7 +150,48 @@ impl WorkerCtx {
     /// retained run's reference if `Some(true)`).
     #[inline]
     pub(crate) fn take_retained(&self, task: &TaskRef) -> Option<bool> {
-        self.retained.take(task)
+        self.private(|| self.retained.take(task))
+    }
+
+    /// Runs `f`, which touches the state a rescuer may take over while we
+    /// are stuck in a poll (`next`, `hot`, the retained ring), inside a
+    /// section (`rescue.rs`).
+    #[inline(always)]
+    fn private<R>(&self, f: impl FnOnce() -> R) -> R {
+        if !self.watched {
+            return f();
+        }
+        let depth = self.depth.get();
+        if depth == 0 {
+            self.seq.set(self.watch().enter(self.seq.get()));
+        }
+        self.depth.set(depth + 1);
+        let r = f();
+        self.depth.set(depth);
+        if depth == 0 {
+            self.seq.set(self.watch().leave(self.seq.get()));
+        }
+        r
+    }
+
+    /// Runs `f` (a task's poll) outside the run loop's section, so that a
+    /// rescuer may freeze us while it lasts.
+    #[inline(always)]
+    fn outside<R>(&self, f: impl FnOnce() -> R) -> R {
+        if !self.watched {
+            return f();
+        }
+        debug_assert_eq!(self.depth.get(), 1, "a poll inside a section");
+        self.depth.set(0);
+        self.seq.set(self.watch().leave(self.seq.get()));
+        let r = f();
+        self.seq.set(self.watch().enter(self.seq.get()));
+        self.depth.set(1);
+        r
+    }
+
+    fn watch(&self) -> &super::rescue::Watch {
+        &self.shared.watches[self.index]
     }
 
     /// How many tasks this worker retains.
@@ -213,13 +281,15 @@ impl WorkerCtx {
 
     /// Schedules a task woken by the task running here: into `next`.
     pub(crate) fn schedule_next(&self, task: TaskRef) {
-        let displaced = self.next.replace(Some(task));
-        if let Some(old) = displaced {
-            // A burst of wakes from the running task (a producer feeding
-            // consumers): keep them here, next to the channel they share,
-            // rather than let another core steal them and fight over it.
-            self.schedule_hot(old);
-        }
+        self.private(|| {
+            let displaced = self.next.replace(Some(task));
+            if let Some(old) = displaced {
+                // A burst of wakes from the running task (a producer feeding
+                // consumers): keep them here, next to the channel they share,
+                // rather than let another core steal them and fight over it.
+                self.schedule_hot(old);
+            }
+        });
     }
 
     /// Schedules a task that the cooperative budget made yield: at the back
@@ -229,11 +299,16 @@ impl WorkerCtx {
     /// and make every message cross cores (asymmetric-buffered on 2
     /// workers: 146 ns/message, 3.4x slower than on one).
     pub(crate) fn schedule_hot(&self, task: TaskRef) {
-        let mut hot = self.hot.borrow_mut();
-        if hot.len() < HOT_MAX {
-            hot.push_back(task);
-        } else {
-            drop(hot);
+        let overflow = self.private(|| {
+            let mut hot = self.hot.borrow_mut();
+            if hot.len() < HOT_MAX {
+                hot.push_back(task);
+                None
+            } else {
+                Some(task)
+            }
+        });
+        if let Some(task) = overflow {
             self.schedule_back(task);
         }
     }
@@ -357,7 +432,12 @@ impl WorkerCtx {
     #[inline(always)]
     fn run_task(&self, task: TaskRef) {
         budget::reset();
-        let idle = task.run();
+        if self.watched {
+            let polls = self.polls.get().wrapping_add(1);
+            self.polls.set(polls);
+            self.watch().count_poll(polls);
+        }
+        let idle = self.outside(|| task.run());
         if idle.is_none() && self.retained.is_empty() {
             // Nothing to retain or release (a hint can only be stale): a
             // task that finished, among others that do (spawn-join).
@@ -371,15 +451,36 @@ impl WorkerCtx {
 
     /// Runs tasks until `done()` or shutdown.
     pub(crate) fn run(&self, done: impl Fn() -> bool) {
+        // The loop runs inside a section (`rescue.rs`) but for the polls.
         // Whatever we retain goes back when we stop, even if a panic (a
-        // foreign waker's, an output's drop) unwinds this loop.
-        struct ReleaseRetained<'a>(&'a WorkerCtx);
-        impl Drop for ReleaseRetained<'_> {
+        // foreign waker's, an output's drop) unwinds this loop; and
+        // rescuers lose sight of us before we go.
+        struct Stop<'a>(&'a WorkerCtx);
+        impl Drop for Stop<'_> {
             fn drop(&mut self) {
-                self.0.release_all_retained();
+                let ctx = self.0;
+                ctx.release_all_retained();
+                if ctx.watched {
+                    // Still inside the loop's section: no rescuer holds
+                    // us frozen while the pointer goes.
+                    ctx.shared.workers_ctx[ctx.index]
+                        .store(std::ptr::null_mut(), std::sync::atomic::Ordering::Relaxed);
+                    ctx.depth.set(0);
+                    ctx.seq.set(ctx.watch().leave(ctx.seq.get()));
+                }
             }
         }
-        let _release = ReleaseRetained(self);
+        if self.watched {
+            self.seq.set(self.watch().enter(self.seq.get()));
+            self.depth.set(1);
+            // Relaxed: rescuers read it only after a freeze, whose Acquire
+            // load of our `seq` comes after this section's Release leave.
+            self.shared.workers_ctx[self.index].store(
+                std::ptr::from_ref(self).cast_mut(),
+                std::sync::atomic::Ordering::Relaxed,
+            );
+        }
+        let _stop = Stop(self);
         let mut searching = false;
         loop {
             if done() || self.shared.is_shutdown() {
@@ -426,8 +527,98 @@ impl WorkerCtx {
             {
                 continue;
             }
-            self.shared.parkers[self.index].park(None);
-            searching = !self.shared.is_shutdown();
+            let tick = self.park_timeout();
+            if tick.is_some() {
+                self.shared.ticking.fetch_add(1, Ordering::SeqCst);
+            }
+            self.shared.parkers[self.index].park(tick.map(|d| Instant::now() + d));
+            if tick.is_some() {
+                self.shared.ticking.fetch_sub(1, Ordering::SeqCst);
+            }
+            if self.watched {
+                self.shared.ensure_watchdog(self.index);
+            }
+            if idle.unregister_sleeper(self.index) {
+                // Not woken by a pusher (which would have counted us as a
+                // searcher): a tick, or a call to watch.
+                self.rescue();
+                searching = false;
+            } else {
+                searching = !self.shared.is_shutdown();
+            }
         }
+    }
+
+    /// How long to sleep when out of work (`rescue.rs`): a tick while
+    /// another worker is awake, or was busy in recent ticks; else until
+    /// woken.
+    fn park_timeout(&self) -> Option<std::time::Duration> {
+        if !self.watched {
+            return None;
+        }
+        // One watchdog is enough.
+        if self.shared.ticking.load(Ordering::SeqCst) > 0 {
+            return None;
+        }
+        let workers = self.shared.parkers.len();
+        // We count among the sleepers already.
+        if self.shared.idle.sleeping() < workers {
+            self.quiet_ticks.set(0);
+            return Some(TICK);
+        }
+        let total = self
+            .shared
+            .watches
+            .iter()
+            .fold(0usize, |a, w| a.wrapping_add(w.polls()));
+        if total != self.seen_total.replace(total) {
+            self.quiet_ticks.set(0);
+            return Some(TICK);
+        }
+        let quiet = self.quiet_ticks.get() + 1;
+        self.quiet_ticks.set(quiet);
+        (quiet < QUIET_TICKS).then_some(TICK)
+    }
+
+    /// A tick: takes the private runnable tasks of every worker stuck in a
+    /// poll since our previous tick into our own queue (`rescue.rs`).
+    fn rescue(&self) {
+        if !self.watched {
+            return;
+        }
+        for (j, watch) in self.shared.watches.iter().enumerate() {
+            let polls = watch.polls();
+            if j == self.index || self.seen_polls[j].replace(polls) != polls || !watch.in_poll() {
+                continue;
+            }
+            let Some(_frozen) = watch.try_freeze() else {
+                continue;
+            };
+            // Relaxed: see `run`; the freeze ordered its store before us.
+            let victim = self.shared.workers_ctx[j].load(std::sync::atomic::Ordering::Relaxed);
+            // SAFETY: a worker clears its pointer inside a section before
+            // its context goes, and we hold it frozen outside every section.
+            if let Some(victim) = unsafe { victim.as_ref() } {
+                victim.surrender(|t| self.local.push(t));
+            }
+        }
+    }
+
+    /// Gives up our private runnable tasks (we are frozen by a rescuer,
+    /// which runs this on its thread, `rescue.rs`).
+    fn surrender(&self, mut take: impl FnMut(TaskRef)) {
+        if let Some(t) = self.next.take() {
+            take(t);
+        }
+        for t in self.hot.borrow_mut().drain(..) {
+            take(t);
+        }
+        let _ = self.shared.retained_woken[self.index].take_down();
+        self.retained.release_woken(|run| {
+            // SAFETY: it came out of the ring, token cleared.
+            if let Some(entry) = unsafe { TaskRef::release_retained(run) } {
+                take(entry);
+            }
+        });
     }
 }

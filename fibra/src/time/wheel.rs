@@ -136,7 +136,9 @@ impl Driver {
             wheel.wake_tick = wheel.next_due();
             if !wakers.is_empty() {
                 drop(wheel);
-                wakers.into_iter().for_each(Waker::wake);
+                // A foreign waker that panics must not kill this thread:
+                // every later time op in the process would hang.
+                crate::wake::wake_all(wakers);
                 wheel = lock(&self.wheel);
                 continue;
             }

@@ -1,0 +1,241 @@
+//! Rescue of runnable tasks that a worker stuck in a long poll holds where
+//! no other worker can steal them.
+//!
+//! A worker keeps some runnable tasks to itself: its `next` slot, its `hot`
+//! queue, and the retained tasks a wake from elsewhere marked (`retained.rs`).
+//! They are its alone so that the hand-off path costs no atomic
+//! read-modify-write. While the worker polls a task that computes for a
+//! long time without yielding, those tasks would wait for the poll to end.
+//! An idle worker rescues them instead: while another worker is awake, an
+//! idle worker parks for at most [`TICK`], and a worker whose poll count has
+//! not moved across a whole tick while it is in a poll is *stuck*; the idle
+//! worker freezes it, takes its private runnable tasks into its own queue,
+//! and thaws it. (A stuck worker's stealable queue needs no freeze: the
+//! idle worker's regular search steals from it.)
+//!
+//! # The freeze: an asymmetric lock
+//!
+//! The owner touches its private scheduling state constantly and the
+//! rescuer almost never, so the owner's side of the lock costs two plain
+//! stores and a load, and the rescuer pays for the ordering:
+//!
+//! * Owner, entering a section: stores an odd `seq`; a light barrier; loads
+//!   `frozen`: if set, it leaves (an even `seq`) and waits for the thaw.
+//!   Leaving: stores the next even `seq` (Release).
+//! * Rescuer: sets `frozen` (a CAS: one rescuer at a time); a heavy
+//!   barrier; loads `seq` (Acquire): odd means the owner is inside a section
+//!   (or parked inside its loop): thaw and give up. Even means the owner is
+//!   in a poll and will wait at its next section: the rescuer may touch the
+//!   private state until it thaws (Release).
+//!
+//! The barriers order each side's store before its load (Dekker's pattern):
+//! the light one is a compiler fence and the heavy one `membarrier(2)`'s
+//! private expedited command, which runs a full memory barrier on every
+//! core running a thread of this process; where that command is
+//! unavailable both are `SeqCst` fences. Under loom both are `SeqCst`
+//! fences (loom model `loom_a_frozen_worker_and_its_rescuer_never_touch_its_queue_together`).
+//!
+//! # Invariants
+//!
+//! * `seq` is odd exactly while the owner is inside a section; the owner
+//!   touches `next`, `hot` and its retained ring only inside one, and never
+//!   while `frozen` is set by a rescuer whose load saw an even `seq`.
+//! * A rescuer touches another worker's private state only between a
+//!   successful freeze and its thaw.
+//! * The owner's loop is inside a section except while it polls a task, so
+//!   a parked or searching worker is never frozen.
+
+use crate::loom::{AtomicBool, AtomicUsize, Ordering, fence};
+use std::time::Duration;
+
+/// The longest an idle worker sleeps while another worker is awake: a
+/// runnable task held by a stuck worker is rescued within two ticks.
+pub(crate) const TICK: Duration = Duration::from_micros(500);
+
+/// Ticks without a single poll on any worker after which an idle worker,
+/// with every other worker asleep, stops ticking and sleeps until woken.
+pub(crate) const QUIET_TICKS: u32 = 20;
+
+/// One worker's side of the freeze, read by rescuers.
+#[derive(Default)]
+pub(crate) struct Watch {
+    /// Odd while the owner is inside a section (module docs).
+    seq: AtomicUsize,
+    /// Set by a rescuer holding (or trying to take) the freeze.
+    frozen: AtomicBool,
+    /// The owner's poll count, stored at each turn: unchanged across a tick
+    /// while `seq` is even means one poll lasted the whole tick.
+    polls: AtomicUsize,
+}
+
+impl Watch {
+    /// Owner: enters a section at `seq` value `even`; returns the odd value
+    /// stored. Waits while a rescuer holds the freeze.
+    #[inline]
+    pub(crate) fn enter(&self, mut even: usize) -> usize {
+        loop {
+            let odd = even.wrapping_add(1);
+            self.seq.store(odd, Ordering::Relaxed);
+            light_barrier();
+            // Acquire: a rescuer's thaw (Release) hands its writes to the
+            // private state over to us.
+            if !self.frozen.load(Ordering::Acquire) {
+                return odd;
+            }
+            even = odd.wrapping_add(1);
+            // Release: what we did before is visible to the rescuer whose
+            // freeze we now wait out.
+            self.seq.store(even, Ordering::Release);
+            let mut step = 0;
+            while self.frozen.load(Ordering::Acquire) {
+                crate::loom::spin_wait(&mut step);
+            }
+        }
+    }
+
+    /// Owner: leaves the section entered at `odd`; returns the even value.
+    #[inline]
+    pub(crate) fn leave(&self, odd: usize) -> usize {
+        let even = odd.wrapping_add(1);
+        // Release: pairs with a rescuer's Acquire load of `seq`, so our
+        // accesses in the section happen before its own.
+        self.seq.store(even, Ordering::Release);
+        even
+    }
+
+    /// Owner: a turn begins.
+    #[inline]
+    pub(crate) fn count_poll(&self, polls: usize) {
+        // Relaxed: a progress hint; a stale read only delays a rescue by a
+        // tick or makes one needless.
+        self.polls.store(polls, Ordering::Relaxed);
+    }
+
+    /// Rescuer: the owner's poll count.
+    pub(crate) fn polls(&self) -> usize {
+        self.polls.load(Ordering::Relaxed)
+    }
+
+    /// Rescuer: whether the owner seems to be in a poll (a hint, to spare a
+    /// freeze that would fail).
+    pub(crate) fn in_poll(&self) -> bool {
+        self.seq.load(Ordering::Relaxed) % 2 == 0
+    }
+
+    /// Rescuer: freezes the owner if it is in a poll, outside every
+    /// section; `None` if it is not (or another rescuer is at it).
+    pub(crate) fn try_freeze(&self) -> Option<Frozen<'_>> {
+        // Relaxed: the heavy barrier below orders it before our `seq` load.
+        if self
+            .frozen
+            .compare_exchange(false, true, Ordering::Relaxed, Ordering::Relaxed)
+            .is_err()
+        {
+            return None;
+        }
+        // Acquire: pairs with the owner's `leave`.
+        if !heavy_barrier() || self.seq.load(Ordering::Acquire) % 2 == 1 {
+            self.thaw();
+            return None;
+        }
+        Some(Frozen(self))
+    }
+
+    fn thaw(&self) {
+        // Release: our accesses to the owner's state happen before its next
+        // section (its Acquire load of `frozen`).
+        self.frozen.store(false, Ordering::Release);
+    }
+}
+
+/// A freeze held by a rescuer; thaws on drop.
+pub(crate) struct Frozen<'a>(&'a Watch);
+
+impl Drop for Frozen<'_> {
+    fn drop(&mut self) {
+        self.0.thaw();
+    }
+}
+
+#[cfg(all(target_os = "linux", not(loom)))]
+mod barrier {
+    //! `membarrier(2)`: `MEMBARRIER_CMD_PRIVATE_EXPEDITED` after the process
+    //! registered for it.
+
+    use std::sync::atomic::{AtomicU8, Ordering};
+
+    const CMD_PRIVATE_EXPEDITED: libc::c_int = 1 << 3;
+    const CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_int = 1 << 4;
+
+    /// 0: not tried; 1: available; 2: unavailable.
+    static STATE: AtomicU8 = AtomicU8::new(0);
+
+    /// Registers the process (once); whether the heavy barrier is
+    /// `membarrier`. Called before any worker of a multi-worker runtime
+    /// starts, so they read a settled `STATE`; it only ever goes from 0 to
+    /// 1 or 2.
+    pub(super) fn register() -> bool {
+        match STATE.load(Ordering::Acquire) {
+            1 => return true,
+            2 => return false,
+            _ => {}
+        }
+        // SAFETY: the registration command takes no pointers.
+        let ok =
+            unsafe { libc::syscall(libc::SYS_membarrier, CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) }
+                == 0;
+        // Release/Acquire: a worker that reads 1 also sees the registration.
+        STATE.store(if ok { 1 } else { 2 }, Ordering::Release);
+        ok
+    }
+
+    #[inline]
+    pub(super) fn available() -> bool {
+        STATE.load(Ordering::Relaxed) == 1
+    }
+
+    /// A full barrier on every core running one of our threads.
+    pub(super) fn expedited() -> bool {
+        // SAFETY: as above.
+        unsafe { libc::syscall(libc::SYS_membarrier, CMD_PRIVATE_EXPEDITED, 0, 0) == 0 }
+    }
+}
+
+#[cfg(any(not(target_os = "linux"), loom))]
+mod barrier {
+    pub(super) fn register() -> bool {
+        false
+    }
+    pub(super) fn available() -> bool {
+        false
+    }
+    pub(super) fn expedited() -> bool {
+        false
+    }
+}
+
+/// Makes the heavy barrier `membarrier` where the kernel offers it (before
+/// a multi-worker runtime's workers start).
+pub(crate) fn prepare() {
+    barrier::register();
+}
+
+/// The owner's barrier (module docs).
+#[inline]
+fn light_barrier() {
+    if barrier::available() {
+        std::sync::atomic::compiler_fence(Ordering::SeqCst);
+    } else {
+        fence(Ordering::SeqCst);
+    }
+}
+
+/// The rescuer's barrier (module docs); false if it could not be made
+/// (then the freeze must not go ahead).
+fn heavy_barrier() -> bool {
+    if barrier::available() {
+        return barrier::expedited();
+    }
+    fence(Ordering::SeqCst);
+    true
+}
