@@ -270,6 +270,7 @@ pub trait Op: sealed::Sealed {
     /// drop(op);
     /// assert_eq!(rx.try_recv(), Ok(5));
     /// ```
+    #[inline]
     fn try_perform(mut self) -> Result<Self::Output, Self>
     where
         Self: Sized,
