@@ -1,12 +1,15 @@
 //! `with_nack`: a branch learns that it lost — to another branch, or because
-//! its perform was dropped before anything committed — and only then.
+//! its perform was dropped or unwound before anything committed — and only
+//! then.
 
 mod common;
 
 use common::poll_noop;
 use fibra::{
-    Nack, Op, Perform, always, bounded, channel, choose, choose_biased, never, unbounded, with_nack,
+    Always, Nack, Never, Op, Perform, always, bounded, channel, choose, choose_biased, guard,
+    mailbox, never, unbounded, with_nack,
 };
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::pin;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -383,4 +386,285 @@ fn a_server_task_waiting_on_the_nack_is_woken_when_the_client_loses() {
     give_up_tx.send_blocking(()).unwrap();
     assert_eq!(client.join().unwrap(), "gave up");
     assert_eq!(rt.block_on(server).unwrap(), "abandoned");
+}
+
+// ----- the perform unwinds: the nack of every branch not chosen fires --------
+
+/// The three ways to perform an op.
+#[derive(Clone, Copy, Debug)]
+enum Via {
+    Perform,
+    Await,
+    TryPerform,
+}
+
+const VIAS: [Via; 3] = [Via::Perform, Via::Await, Via::TryPerform];
+
+/// Performs `op` `via` one of the three ways; returns whether it unwound.
+/// `try_perform` never waits, and every op here is ready or panics first, so
+/// nothing blocks.
+fn unwinds<O: Op>(via: Via, op: O) -> bool {
+    catch_unwind(AssertUnwindSafe(|| match via {
+        Via::Perform => drop(op.perform()),
+        Via::Await => drop(futures::executor::block_on(async move {
+            Perform::new(op).await
+        })),
+        Via::TryPerform => drop(op.try_perform().ok()),
+    }))
+    .is_err()
+}
+
+/// A guard whose builder panics.
+fn panicking_guard() -> fibra::Guard<impl FnMut() -> Always<u32>, Always<u32>> {
+    guard(|| -> Always<u32> { panic!("guard builder") })
+}
+
+#[test]
+fn a_sibling_guard_builder_that_panics_fires_the_nack_of_an_earlier_branch() {
+    for via in VIAS {
+        let nacks = Nacks::default();
+        let op = choose_biased((
+            with_nack(|n| {
+                nacks.keep(n);
+                never::<u32>()
+            }),
+            panicking_guard(),
+        ));
+        assert!(unwinds(via, op), "{via:?}");
+        assert_eq!(nacks.fired(), [true], "{via:?}");
+        assert_eq!(nacks.take(0).try_perform().ok(), Some(()), "{via:?}");
+    }
+}
+
+#[test]
+fn a_sibling_with_nack_builder_that_panics_fires_the_nack_of_an_earlier_branch() {
+    for via in VIAS {
+        let nacks = Nacks::default();
+        let op = choose_biased((
+            with_nack(|n| {
+                nacks.keep(n);
+                never::<u32>()
+            }),
+            with_nack(|_n| -> Never<u32> { panic!("with_nack builder") }),
+        ));
+        assert!(unwinds(via, op), "{via:?}");
+        assert_eq!(nacks.fired(), [true], "{via:?}");
+    }
+}
+
+#[test]
+fn a_with_nack_builder_that_panics_after_keeping_its_nack_fires_it() {
+    for via in VIAS {
+        let nacks = Nacks::default();
+        let op = choose_biased((
+            always(1),
+            with_nack(|n| -> Never<u32> {
+                nacks.keep(n);
+                panic!("with_nack builder")
+            }),
+        ));
+        assert!(unwinds(via, op), "{via:?}");
+        assert_eq!(nacks.fired(), [true], "{via:?}");
+    }
+}
+
+#[test]
+fn a_winning_wrap_that_panics_in_the_try_phase_fires_the_nacks_of_the_other_branches() {
+    for via in VIAS {
+        // One losing branch before the winner in the scan, one after it.
+        let nacks: [Nacks; 2] = Default::default();
+        let op = choose_biased((
+            with_nack(|n| {
+                nacks[0].keep(n);
+                never::<u32>()
+            }),
+            always(1).wrap(|_| -> u32 { panic!("wrap") }),
+            with_nack(|n| {
+                nacks[1].keep(n);
+                never::<u32>()
+            }),
+        ));
+        assert!(unwinds(via, op), "{via:?}");
+        assert_eq!(nacks[0].fired(), [true], "{via:?}: the branch tried first");
+        assert_eq!(nacks[1].fired(), [true], "{via:?}: the branch never tried");
+    }
+}
+
+#[test]
+fn the_winners_nack_does_not_fire_when_its_wrap_panics_after_the_commit() {
+    for via in VIAS {
+        for inside in [false, true] {
+            let nacks: [Nacks; 2] = Default::default();
+            let boom = |_: u32| -> u32 { panic!("wrap") };
+            let winner = if inside {
+                with_nack(|n| {
+                    nacks[0].keep(n);
+                    always(1).wrap(boom).boxed()
+                })
+                .boxed()
+            } else {
+                with_nack(|n| {
+                    nacks[0].keep(n);
+                    always(1).boxed()
+                })
+                .wrap(boom)
+                .boxed()
+            };
+            let op = choose_biased((
+                winner,
+                with_nack(|n| {
+                    nacks[1].keep(n);
+                    never::<u32>()
+                })
+                .boxed(),
+            ));
+            assert!(unwinds(via, op), "{via:?}");
+            let what = format!("{via:?}, wrap inside the with_nack: {inside}");
+            assert_eq!(nacks[0].fired(), [false], "{what}: the winner's nack");
+            assert_eq!(nacks[1].fired(), [true], "{what}: the loser's nack");
+        }
+    }
+}
+
+#[test]
+fn a_nack_inside_the_winning_branch_fires_when_its_sibling_there_won() {
+    for via in VIAS {
+        let (outer, inner) = <(Nacks, Nacks)>::default();
+        let op = with_nack(|n| {
+            outer.keep(n);
+            choose_biased((
+                with_nack(|n| {
+                    inner.keep(n);
+                    never::<u32>()
+                }),
+                always(1).wrap(|_| -> u32 { panic!("wrap") }),
+            ))
+        });
+        assert!(unwinds(via, op), "{via:?}");
+        assert_eq!(
+            outer.fired(),
+            [false],
+            "{via:?}: outer, on the committed path"
+        );
+        assert_eq!(inner.fired(), [true], "{via:?}: inner, lost");
+    }
+}
+
+#[test]
+fn a_panic_before_any_commit_in_the_try_phase_fires_the_nack() {
+    for via in VIAS {
+        let nacks = Nacks::default();
+        let (addr, mut mb) = mailbox::<u32>();
+        addr.send(7).unwrap();
+        let op = choose_biased((
+            with_nack(|n| {
+                nacks.keep(n);
+                never::<Option<u32>>()
+            }),
+            mb.recv_matching_op(|_| panic!("predicate")),
+        ));
+        assert!(unwinds(via, op), "{via:?}");
+        assert_eq!(nacks.fired(), [true], "{via:?}");
+    }
+}
+
+#[test]
+fn nested_nacks_fire_when_a_later_sibling_builder_panics() {
+    for via in VIAS {
+        let (outer, inner, in_guard) = <(Nacks, Nacks, Nacks)>::default();
+        let op = choose_biased((
+            // A with_nack around a choice holding a with_nack inside a guard.
+            with_nack(|n| {
+                outer.keep(n);
+                choose((
+                    guard(|| {
+                        with_nack(|n| {
+                            inner.keep(n);
+                            never::<u32>()
+                        })
+                    }),
+                    never(),
+                ))
+            }),
+            guard(|| {
+                with_nack(|n| {
+                    in_guard.keep(n);
+                    never::<u32>()
+                })
+            }),
+            panicking_guard(),
+        ));
+        assert!(unwinds(via, op), "{via:?}");
+        assert_eq!(outer.fired(), [true], "{via:?}: outer");
+        assert_eq!(inner.fired(), [true], "{via:?}: inner");
+        assert_eq!(in_guard.fired(), [true], "{via:?}: in a guard");
+    }
+}
+
+#[test]
+fn a_server_waiting_on_the_nack_is_woken_when_the_clients_perform_unwinds() {
+    let (nack_tx, nack_rx) = std::sync::mpsc::channel::<Nack>();
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+    let server = std::thread::spawn(move || {
+        let nack = nack_rx.recv().unwrap();
+        nack.perform();
+        done_tx.send(()).unwrap();
+    });
+    let op = choose_biased((
+        with_nack(|n| {
+            nack_tx.send(n).unwrap();
+            std::thread::sleep(Duration::from_millis(20)); // the server waits
+            never::<u32>()
+        }),
+        panicking_guard(),
+    ));
+    assert!(unwinds(Via::Perform, op));
+    assert!(
+        done_rx.recv_timeout(Duration::from_secs(10)).is_ok(),
+        "the server still waits for the nack"
+    );
+    server.join().unwrap();
+}
+
+// ----- more ways a branch is not chosen ---------------------------------------
+
+#[test]
+fn a_failed_try_perform_fires_the_nack() {
+    let nacks = Nacks::default();
+    let (_tx, rx) = channel::<u32>();
+    let op = choose((
+        with_nack(|n| {
+            nacks.keep(n);
+            rx.recv_op()
+        }),
+        never(),
+    ));
+    assert!(op.try_perform().is_err());
+    assert_eq!(nacks.fired(), [true]);
+}
+
+#[test]
+fn a_nested_nack_fires_when_the_waiting_perform_is_dropped() {
+    let (outer, inner) = <(Nacks, Nacks)>::default();
+    let (_tx, rx) = channel::<u32>();
+    {
+        let mut fut = pin!(Perform::new(choose((
+            guard(|| {
+                with_nack(|n| {
+                    outer.keep(n);
+                    choose((
+                        with_nack(|n| {
+                            inner.keep(n);
+                            rx.recv_op()
+                        }),
+                        never(),
+                    ))
+                })
+            }),
+            never(),
+        ))));
+        assert!(poll_noop(fut.as_mut()).is_pending());
+        assert_eq!((outer.fired(), inner.fired()), (vec![false], vec![false]));
+    }
+    assert_eq!((outer.fired(), inner.fired()), (vec![true], vec![true]));
 }

@@ -1,5 +1,6 @@
 //! The simple combinators: `always`, `never`, `wrap`, `guard`.
 
+use super::nack::CommitIsUnwinding;
 use super::{BlockCx, Op, sealed::Sealed};
 use std::marker::PhantomData;
 use std::pin::Pin;
@@ -164,7 +165,12 @@ impl<O: Op, F: FnOnce(O::Output) -> U, U> Op for Wrap<O, F> {
     fn try_now(self: Pin<&mut Self>) -> Option<U> {
         let this = self.project();
         let out = this.op.try_now()?;
-        Some((this.f.take().expect("wrap performed twice"))(out))
+        let f = this.f.take().expect("wrap performed twice");
+        // `op` committed: if `f` panics, the nacks on this path must not fire.
+        let committed = CommitIsUnwinding;
+        let out = f(out);
+        std::mem::forget(committed);
+        Some(out)
     }
 
     fn block(self: Pin<&mut Self>, cx: BlockCx<'_>) {

@@ -212,8 +212,10 @@ pub trait Op: sealed::Sealed {
     #[doc(hidden)]
     fn abandon(self: Pin<&mut Self>, leaf: usize);
 
-    /// This op lost (another branch committed, or the perform was cancelled
-    /// before any commit): remove every published record and fire nacks.
+    /// This op lost (another branch committed, the perform was cancelled
+    /// before any commit, a `try_perform` found nothing, or the prepare or
+    /// try phase unwound): remove every published record, reset built
+    /// guards and fire nacks. Safe on a partly prepared op.
     #[doc(hidden)]
     fn withdraw(self: Pin<&mut Self>);
 
@@ -268,6 +270,7 @@ pub trait Op: sealed::Sealed {
     /// drop(op);
     /// assert_eq!(rx.try_recv(), Ok(5));
     /// ```
+    #[inline]
     fn try_perform(mut self) -> Result<Self::Output, Self>
     where
         Self: Sized,
@@ -276,9 +279,14 @@ pub trait Op: sealed::Sealed {
         // `self` after it returns (true of every op: the trait is sealed), so
         // moving `self` afterwards cannot invalidate anything. The pin only
         // lives for the call.
-        let mut pinned = unsafe { Pin::new_unchecked(&mut self) };
-        pinned.as_mut().prepare();
-        match pinned.try_now() {
+        let pinned = unsafe { Pin::new_unchecked(&mut self) };
+        // If a builder, predicate or `wrap` panics, withdraw on the way out
+        // (firing the nacks of the branches not chosen).
+        let mut unwinding = WithdrawOnUnwind(pinned);
+        unwinding.0.as_mut().prepare();
+        let tried = unwinding.0.as_mut().try_now();
+        std::mem::forget(unwinding);
+        match tried {
             Some(out) => Ok(out),
             None => {
                 // SAFETY: as above; `withdraw` after a failed try only resets
@@ -303,6 +311,16 @@ pub trait Op: sealed::Sealed {
         Self: Sized + Send + 'a,
     {
         BoxOp::new(self)
+    }
+}
+
+/// Armed while `try_perform` prepares and tries (then forgotten): if dropped,
+/// that unwound, so the op is withdrawn, firing its nacks.
+struct WithdrawOnUnwind<'a, O: Op + ?Sized>(Pin<&'a mut O>);
+
+impl<O: Op + ?Sized> Drop for WithdrawOnUnwind<'_, O> {
+    fn drop(&mut self) {
+        nack::withdraw_unwound(self.0.as_mut());
     }
 }
 

@@ -4,14 +4,78 @@
 //! waiter records are published under the same lock after checking `fired`,
 //! so a nack op either sees the signal fired or is committed by `fire`.
 //! The `with_nack` op fires its signal exactly when the perform it belongs to
-//! ends without this branch committing: another branch won, or the perform
-//! was dropped (cancelled) before any commit.
+//! ends without this branch committing: another branch won, the perform was
+//! dropped (cancelled) before any commit, or it unwound (a builder, a
+//! selective receive's predicate or the winner's `wrap` panicked).
+//!
+//! Unwinding: a perform whose prepare or try phase unwinds withdraws its whole
+//! op ([`withdraw_unwound`]), which fires every nack still built. The branch
+//! that committed in the try phase is not fired: a `with_nack` resets itself
+//! without firing when its op's `try_now` commits, and when a `wrap`'s
+//! function panics after the commit inside it, [`CommitIsUnwinding`] marks the
+//! thread so that the `with_nack`s it unwinds through (the committed path)
+//! reset without firing. Nothing of this runs unless something unwinds.
 
 use super::waiter::{Registration, WaitQueue};
 use super::{BlockCx, Op, sealed::Sealed};
 use crate::loom::{Arc, AtomicBool, Lock, Ordering};
+use std::cell::Cell;
 use std::marker::PhantomPinned;
 use std::pin::Pin;
+
+thread_local! {
+    /// Set while the try phase unwinds from a `wrap` function, i.e. after a
+    /// commit, until the perform's [`withdraw_unwound`] clears it.
+    static COMMIT_UNWINDING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Held (then forgotten) by `Wrap::try_now` while its function runs: the op
+/// under the wrap committed, so if this is dropped, the try phase is
+/// unwinding after a commit.
+pub(crate) struct CommitIsUnwinding;
+
+impl Drop for CommitIsUnwinding {
+    fn drop(&mut self) {
+        COMMIT_UNWINDING.with(|c| c.set(true));
+    }
+}
+
+/// A perform's prepare or try phase unwound: nothing is published, so
+/// withdrawing `op` resets every guard and fires every nack still built (the
+/// committed path's were reset without firing on the way out).
+pub(crate) fn withdraw_unwound<O: Op + ?Sized>(op: Pin<&mut O>) {
+    COMMIT_UNWINDING.with(|c| c.set(false));
+    op.withdraw();
+}
+
+/// Fires `signal` if dropped: held (then forgotten) while a `with_nack`
+/// builder runs, so a builder that keeps its nack and then panics leaves it
+/// fired.
+struct FireOnUnwind<'a>(&'a Signal);
+
+impl Drop for FireOnUnwind<'_> {
+    fn drop(&mut self) {
+        self.0.fire();
+    }
+}
+
+/// Held (then forgotten) while a `with_nack`'s op tries: if the try unwinds
+/// after a commit inside it, the branch was chosen, so it withdraws its op
+/// (firing the nacks of the branches inside that lost; those on the committed
+/// path already reset) and resets without firing its own; otherwise it stays
+/// built for [`withdraw_unwound`] to fire.
+struct ResetIfCommitUnwinding<'a, F, O: Op>(Pin<&'a mut WithNack<F, O>>);
+
+impl<F, O: Op> Drop for ResetIfCommitUnwinding<'_, F, O> {
+    fn drop(&mut self) {
+        if COMMIT_UNWINDING.with(Cell::get) {
+            if let Some(op) = self.0.as_mut().op() {
+                op.withdraw();
+            }
+            self.0.as_mut().reset(false);
+        }
+    }
+}
 
 /// A one-shot broadcast flag with waiters.
 pub(crate) struct Signal {
@@ -42,8 +106,8 @@ impl Signal {
 }
 
 /// The op a [`with_nack`] builder receives: it becomes ready when the branch
-/// the builder made is **not** the one chosen (or its perform is dropped
-/// before anything commits).
+/// the builder made is **not** the one chosen, including when its perform is
+/// dropped or unwinds (panics) before that branch commits.
 ///
 /// Clone it freely; every clone sees the same signal.
 ///
@@ -166,10 +230,14 @@ impl Op for Nack {
 /// Builds a branch that learns whether it lost (CML's `withNack`).
 ///
 /// At perform time, `build` receives a [`Nack`] op and returns the branch's
-/// op. If the perform commits some *other* branch, or is dropped before
-/// anything commits, the nack becomes ready: a server that started work for
-/// this branch can perform the nack (in a choice with its reply) to learn that
-/// nobody will take the answer.
+/// op. The nack becomes ready whenever this branch is not the one chosen: the
+/// perform commits some *other* branch, fails (`try_perform` finds nothing
+/// ready), is dropped before anything commits, or unwinds before this branch
+/// commits (a `guard` or `with_nack` builder panics, `build` itself included,
+/// or the winning branch's [`wrap`](Op::wrap) function panics). A server that
+/// started work for this branch can perform the nack (in a choice with its
+/// reply) to learn that nobody will take the answer. If this branch commits,
+/// its nack never fires, even if a `wrap` function panics afterwards.
 ///
 /// `build` runs once per perform (after a failed `try_perform`, the next
 /// perform builds again); the nack of a build fires at most once.
@@ -262,7 +330,9 @@ impl<F: FnMut(Nack) -> O, O: Op> Op for WithNack<F, O> {
         let this = unsafe { self.as_mut().get_unchecked_mut() };
         if this.built.is_none() {
             let signal = Arc::new(Signal::new());
+            let fire = FireOnUnwind(&signal);
             let op = (this.build)(Nack::new(signal.clone()));
+            std::mem::forget(fire);
             this.built = Some((op, signal));
         }
         if let Some(op) = self.op() {
@@ -270,8 +340,15 @@ impl<F: FnMut(Nack) -> O, O: Op> Op for WithNack<F, O> {
         }
     }
 
-    fn try_now(self: Pin<&mut Self>) -> Option<O::Output> {
-        self.op()?.try_now()
+    fn try_now(mut self: Pin<&mut Self>) -> Option<O::Output> {
+        let mut guard = ResetIfCommitUnwinding(self.as_mut());
+        let out = guard.0.as_mut().op().and_then(Op::try_now);
+        std::mem::forget(guard);
+        if out.is_some() {
+            // The branch committed: it did not lose.
+            self.reset(false);
+        }
+        out
     }
 
     fn block(self: Pin<&mut Self>, cx: BlockCx<'_>) {

@@ -7,6 +7,9 @@
 //! * In `Phase::Blocked`, some records may be published. Leaving that phase
 //!   always goes through `finish`/`abandon`/`withdraw`, which remove every
 //!   record before the memory can go away.
+//! * Before `Blocked` nothing is published. If the prepare or try phase
+//!   unwinds (a builder, a predicate or a `wrap` panics), the op is withdrawn
+//!   on the way out, so its nacks fire; the perform is then `Done`.
 //! * Dropping while `Blocked` cancels (`W -> X`) so nothing can commit any
 //!   more, then withdraws; if a commit already happened (`SYNCED`, possible
 //!   when a foreign `select!` drops us after a partner committed), the op
@@ -104,6 +107,20 @@ impl<O: Op> Perform<O> {
     }
 }
 
+/// Armed while a perform prepares and tries (then forgotten): if dropped, that
+/// unwound, so the op is withdrawn (firing its nacks) and the perform is over.
+struct Unwinding<'a, O: Op> {
+    op: Pin<&'a mut O>,
+    phase: &'a mut Phase,
+}
+
+impl<O: Op> Drop for Unwinding<'_, O> {
+    fn drop(&mut self) {
+        *self.phase = Phase::Done;
+        super::nack::withdraw_unwound(self.op.as_mut());
+    }
+}
+
 impl<O: Op> Future for Perform<O> {
     type Output = O::Output;
 
@@ -117,8 +134,18 @@ impl<O: Op> Future for Perform<O> {
                     cx.waker().wake_by_ref();
                     return Poll::Pending;
                 }
-                this.op.as_mut().prepare();
-                if let Some(out) = this.op.as_mut().try_now() {
+                // Until the phase is `Blocked`, nothing is published and
+                // `Drop` does nothing: an unwind (a builder, predicate or
+                // `wrap` panicking) must withdraw the op here, or its nacks
+                // would never fire.
+                let mut unwinding = Unwinding {
+                    op: this.op.as_mut(),
+                    phase: &mut *this.phase,
+                };
+                unwinding.op.as_mut().prepare();
+                let tried = unwinding.op.as_mut().try_now();
+                std::mem::forget(unwinding);
+                if let Some(out) = tried {
                     *this.phase = Phase::Done;
                     return Poll::Ready(out);
                 }
