@@ -337,3 +337,53 @@ fn loom_abort_racing_a_commit_into_a_parked_receive_loses_nothing() {
         assert_eq!(all, [7], "value lost or duplicated");
     });
 }
+
+#[test]
+fn loom_a_frozen_worker_and_its_rescuer_never_touch_its_queue_together() {
+    // A worker pushes a task into its private queue inside a section, twice
+    // (a wake during a poll), while a rescuer tries to freeze it and take
+    // what the queue holds (rescue.rs). loom flags any access to the queue
+    // the two make concurrently; every task is taken exactly once. (Fails
+    // without the owner's barrier.)
+    use super::rescue::Watch;
+    use crate::loom::UnsafeCell;
+    model(|| {
+        struct Private {
+            watch: Watch,
+            queue: UnsafeCell<Vec<u32>>,
+        }
+        // SAFETY: `queue` is touched by the owner inside a section or by a
+        // rescuer holding the freeze: never both (what the model checks).
+        unsafe impl Sync for Private {}
+        unsafe impl Send for Private {}
+        let p = Arc::new(Private {
+            watch: Watch::default(),
+            queue: UnsafeCell::new(Vec::new()),
+        });
+        let p2 = p.clone();
+        let rescuer = thread::spawn(move || {
+            let mut taken = Vec::new();
+            if p2.watch.in_poll() {
+                if let Some(_frozen) = p2.watch.try_freeze() {
+                    // SAFETY: frozen (see `Private`).
+                    p2.queue.with_mut(|q| taken.append(unsafe { &mut *q }));
+                }
+            }
+            taken
+        });
+        let mut seq = 0;
+        for task in [1, 2] {
+            let odd = p.watch.enter(seq);
+            // SAFETY: inside a section (see `Private`).
+            p.queue.with_mut(|q| unsafe { (*q).push(task) });
+            seq = p.watch.leave(odd);
+        }
+        let mut taken = rescuer.join().unwrap();
+        let odd = p.watch.enter(seq);
+        // SAFETY: as above.
+        p.queue.with_mut(|q| taken.append(unsafe { &mut *q }));
+        p.watch.leave(odd);
+        taken.sort_unstable();
+        assert_eq!(taken, [1, 2], "a task lost or taken twice");
+    });
+}

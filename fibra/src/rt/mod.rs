@@ -21,10 +21,13 @@
 //! ```
 //!
 //! Layout: `task.rs` (a task's allocation, state machine and join state),
-//! `task_alloc.rs` (the workers' slabs that tasks are allocated from), `worker.rs`
-//! (the run loop, local queue and `next` slot), `retained.rs` (tasks that
-//! went idle on a worker and stay `RUNNING` there for a while, so a wake
-//! from the same worker is cheap), `idle.rs` (searching and
+//! `future_cell.rs` (where a task's future lives, pinned, until it is
+//! dropped in place), `task_alloc.rs` (the workers' slabs that tasks are
+//! allocated from), `worker.rs` (the run loop, local queue and `next`
+//! slot), `retained.rs` (tasks that went idle on a worker and stay
+//! `RUNNING` there for a while, so a wake from the same worker is cheap),
+//! `rescue.rs` (idle workers taking the private runnable tasks of a worker
+//! stuck in a long poll), `idle.rs` (searching and
 //! sleeping workers), `park.rs` (a worker's parker), `registry.rs` (every
 //! live task, for shutdown), `blocking.rs` (the pool for blocking calls),
 //! `join.rs` (`JoinHandle` and its op).

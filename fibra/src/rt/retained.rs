@@ -35,7 +35,12 @@
 //! (into its own worker's `next` slot, or the injector for any worker). A
 //! turn that lasts (a poll that computes, or blocks the thread) holds up
 //! the tasks it retains as it holds up those in its `next` slot and `hot`
-//! queue, which no other worker may steal either.
+//! queue, which no other worker may steal either, until an idle worker
+//! rescues the woken ones (`rescue.rs`: it releases them from the ring
+//! while it holds this worker frozen).
+//!
+//! The ring is touched by its worker inside a section (`rescue.rs`) and,
+//! while the worker is frozen in a poll, by a rescuer on another thread.
 //!
 //! The retained run's reference comes along in the slot, unless the run
 //! donated it to a waker clone (task.rs, "The run's reference"): then the
@@ -52,7 +57,9 @@
 //! # Invariants
 //!
 //! * The ring is the worker's alone (`Cell`s, `!Sync`): only its thread
-//!   reads or writes the slots, `turn` and `held`.
+//!   reads or writes the slots, `turn` and `held`, but for a rescuer that
+//!   holds the worker frozen (`rescue.rs`), which only the freeze's
+//!   barriers order against the worker's own accesses.
 //! * A slot holds a task exactly while this worker retains it: the task's
 //!   state word has `RUNNING` on behalf of the slot, and its header's
 //!   `retained` token names the slot. Taking or releasing clears the slot

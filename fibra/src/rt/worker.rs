@@ -22,7 +22,21 @@
 //!
 //! Idle: a worker with nothing to run searches (steals) for a few rounds,
 //! spinning between them, then registers as a sleeper, looks once more, and
-//! parks (see `idle.rs` for the wake-up protocol).
+//! parks (see `idle.rs` for the wake-up protocol). While another worker is
+//! awake, one idle worker parks for a tick at most, and at each tick
+//! rescues the private tasks of any worker stuck in a long poll
+//! (`rescue.rs`): `next`, `hot` and the retained ring are touched only
+//! inside sections, which the run loop leaves only to poll.
+//!
+//! # Invariants
+//!
+//! * A worker's context is touched by its own thread, and by a rescuer
+//!   only while it holds the worker frozen (`rescue.rs`), through the
+//!   pointer the worker publishes for its loop's duration and clears
+//!   inside a section before its context goes.
+//! * `next`, `hot` and the retained ring are touched by the worker only
+//!   inside a section (`private`), and the loop is inside one except while
+//!   it polls (`outside`).
 
 use super::rescue::{QUIET_TICKS, TICK};
 use super::retained::Retained;
