@@ -19,7 +19,7 @@ const (
 	busyChunk = 2 * time.Millisecond
 	// busyCapPerWake: the busy goroutine stops after this much time per
 	// iteration in all.
-	busyCapPerWake = 5 * time.Millisecond
+	busyCapPerWake = 10 * time.Millisecond
 )
 
 // wake-latency: the main goroutine is the waiter; it waits `iterations`
@@ -97,9 +97,8 @@ func wakeLatency(args []string) {
 
 // busyGoroutine is the busy variant's computing goroutine.
 type busyGoroutine struct {
-	stop   atomic.Bool
-	chunks atomic.Uint64
-	done   chan struct{}
+	stop atomic.Bool
+	done chan struct{}
 }
 
 // startBusy starts the busy goroutine, which stops when told or after
@@ -115,7 +114,6 @@ func startBusy(limit time.Duration) *busyGoroutine {
 			start := time.Now()
 			for time.Since(start) < busyChunk {
 			}
-			b.chunks.Add(1)
 			runtime.Gosched()
 		}
 	}()
@@ -125,13 +123,8 @@ func startBusy(limit time.Duration) *busyGoroutine {
 	return b
 }
 
-// finish stops the busy goroutine, waits for it and checks that it
-// computed.
+// finish stops the busy goroutine and waits for it.
 func (b *busyGoroutine) finish() {
 	b.stop.Store(true)
 	<-b.done
-	if b.chunks.Load() == 0 {
-		fmt.Fprintln(os.Stderr, "wake-latency: the busy goroutine never computed")
-		os.Exit(1)
-	}
 }

