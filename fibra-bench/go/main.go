@@ -44,6 +44,9 @@ var workloads = map[string]func(args []string){
 	"futures-and":     futuresAnd,
 	"futures-and-or":  futuresAndOr,
 	"futures-or-and":  futuresOrAnd,
+	// The `general` group's timing workloads (timers.go, wakelatency.go).
+	"timers":       timers,
+	"wake-latency": wakeLatency,
 }
 
 func main() {
@@ -74,5 +77,26 @@ func measure(runs int, run func() uint64) {
 		result := run()
 		seconds := time.Since(start).Seconds()
 		fmt.Printf("{\"warmup\":%t,\"seconds\":%.9f,\"result\":%d}\n", i == 0, seconds, result)
+	}
+}
+
+// figure is a number a run measured besides its time and result, printed
+// as one more field of its JSON line (e.g. "p99_us").
+type figure struct {
+	name  string
+	value float64
+}
+
+// measureFigures is measure for runs that also report figures.
+func measureFigures(runs int, run func() (uint64, []figure)) {
+	for i := 0; i <= runs; i++ {
+		start := time.Now()
+		result, figures := run()
+		seconds := time.Since(start).Seconds()
+		fmt.Printf("{\"warmup\":%t,\"seconds\":%.9f,\"result\":%d", i == 0, seconds, result)
+		for _, f := range figures {
+			fmt.Printf(",\"%s\":%.3f", f.name, f.value)
+		}
+		fmt.Println("}")
 	}
 }
