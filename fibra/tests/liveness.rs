@@ -5,9 +5,17 @@
 //! so a loaded machine does not make them flaky.
 
 use fibra::Runtime;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
+
+/// These tests measure how soon an idle core takes work: they need the
+/// cores to themselves, so they run one at a time.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn alone() -> MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// Spins for `d` without yielding: a poll that computes.
 fn compute(d: Duration) {
@@ -19,6 +27,7 @@ fn compute(d: Duration) {
 
 #[test]
 fn a_sleeper_beside_a_long_computation_wakes_on_time() {
+    let _alone = alone();
     let rt = Runtime::builder().workers(2).build().unwrap();
     for trial in 0..5 {
         // Every worker idle for a while first.
@@ -44,6 +53,7 @@ fn a_sleeper_beside_a_long_computation_wakes_on_time() {
 
 #[test]
 fn a_task_spawned_by_a_task_that_then_waits_busily_runs() {
+    let _alone = alone();
     let rt = Runtime::builder().workers(2).build().unwrap();
     for trial in 0..10 {
         // Every worker idle for a while first.
@@ -73,6 +83,7 @@ fn a_task_spawned_by_a_task_that_then_waits_busily_runs() {
 
 #[test]
 fn tasks_woken_by_a_long_poll_run_elsewhere_while_it_lasts() {
+    let _alone = alone();
     // A task wakes a consumer (into its worker's `next` slot and `hot`
     // queue) and then computes: the consumers run on the other worker.
     let rt = Runtime::builder().workers(2).build().unwrap();
@@ -109,6 +120,7 @@ fn tasks_woken_by_a_long_poll_run_elsewhere_while_it_lasts() {
 
 #[test]
 fn too_many_workers_are_refused_at_once() {
+    let _alone = alone();
     let start = Instant::now();
     let err = Runtime::builder().workers(10_000).build().unwrap_err();
     assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);

@@ -363,7 +363,7 @@ fn loom_a_frozen_worker_and_its_rescuer_never_touch_its_queue_together() {
         let p2 = p.clone();
         let rescuer = thread::spawn(move || {
             let mut taken = Vec::new();
-            if p2.watch.in_poll() {
+            if p2.watch.seq() % 2 == 0 {
                 if let Some(_frozen) = p2.watch.try_freeze() {
                     // SAFETY: frozen (see `Private`).
                     p2.queue.with_mut(|q| taken.append(unsafe { &mut *q }));
@@ -371,18 +371,19 @@ fn loom_a_frozen_worker_and_its_rescuer_never_touch_its_queue_together() {
             }
             taken
         });
-        let mut seq = 0;
+        // Two sections inside one poll (the `seq` value comes back), as
+        // the wakes a task makes.
         for task in [1, 2] {
-            let odd = p.watch.enter(seq);
+            p.watch.enter(0);
             // SAFETY: inside a section (see `Private`).
             p.queue.with_mut(|q| unsafe { (*q).push(task) });
-            seq = p.watch.leave(odd);
+            p.watch.leave(0);
         }
         let mut taken = rescuer.join().unwrap();
-        let odd = p.watch.enter(seq);
+        p.watch.enter(0);
         // SAFETY: as above.
         p.queue.with_mut(|q| taken.append(unsafe { &mut *q }));
-        p.watch.leave(odd);
+        p.watch.leave(2);
         taken.sort_unstable();
         assert_eq!(taken, [1, 2], "a task lost or taken twice");
     });

@@ -118,9 +118,10 @@ impl Shared {
         }
     }
 
-    /// Worker `me` woke up: if no idle worker ticks (`rescue.rs`), wakes
-    /// a sleeper to watch while we run. Only after every worker slept
-    /// through a quiet spell: then this costs one wake-up.
+    /// Worker `me` was woken for work: if no idle worker ticks
+    /// (`rescue.rs`), wakes a sleeper to watch while we run. That is when
+    /// every other sleeper sleeps until woken (after a quiet spell, or the
+    /// one that ticked was `me`): one OS wake-up, off the hand-off path.
     fn ensure_watchdog(&self, me: usize) {
         if self.ticking.load(Ordering::SeqCst) == 0 {
             if let Some(j) = self.idle.some_sleeper(me) {

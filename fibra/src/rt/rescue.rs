@@ -7,8 +7,8 @@
 //! read-modify-write. While the worker polls a task that computes for a
 //! long time without yielding, those tasks would wait for the poll to end.
 //! An idle worker rescues them instead: while another worker is awake, an
-//! idle worker parks for at most [`TICK`], and a worker whose poll count has
-//! not moved across a whole tick while it is in a poll is *stuck*; the idle
+//! idle worker parks for at most [`TICK`], and a worker that has been in
+//! the same poll across a whole tick is *stuck*; the idle
 //! worker freezes it, takes its private runnable tasks into its own queue,
 //! and thaws it. (A stuck worker's stealable queue needs no freeze: the
 //! idle worker's regular search steals from it.)
@@ -21,7 +21,7 @@
 //!
 //! * Owner, entering a section: stores an odd `seq`; a light barrier; loads
 //!   `frozen`: if set, it leaves (an even `seq`) and waits for the thaw.
-//!   Leaving: stores the next even `seq` (Release).
+//!   Leaving: stores an even `seq` (Release).
 //! * Rescuer: sets `frozen` (a CAS: one rescuer at a time); a heavy
 //!   barrier; loads `seq` (Acquire): odd means the owner is inside a section
 //!   (or parked inside its loop): thaw and give up. Even means the owner is
@@ -31,9 +31,10 @@
 //! The barriers order each side's store before its load (Dekker's pattern):
 //! the light one is a compiler fence and the heavy one `membarrier(2)`'s
 //! private expedited command, which runs a full memory barrier on every
-//! core running a thread of this process; where that command is
-//! unavailable both are `SeqCst` fences. Under loom both are `SeqCst`
-//! fences (loom model `loom_a_frozen_worker_and_its_rescuer_never_touch_its_queue_together`).
+//! core running a thread of this process. Where the kernel lacks that
+//! command, workers are never frozen: an idle worker still steals a stuck
+//! worker's stealable queue, but its private tasks wait for its poll to
+//! end. Under loom both barriers are `SeqCst` fences (loom model `loom_a_frozen_worker_and_its_rescuer_never_touch_its_queue_together`).
 //!
 //! # Invariants
 //!
@@ -59,30 +60,34 @@ pub(crate) const QUIET_TICKS: u32 = 20;
 /// One worker's side of the freeze, read by rescuers.
 #[derive(Default)]
 pub(crate) struct Watch {
-    /// Odd while the owner is inside a section (module docs).
+    /// Odd while the owner is inside a section (module docs). Between two
+    /// turns it grows by two, and a section inside a poll puts it back to
+    /// the poll's value when it leaves, so an even value names one poll:
+    /// unchanged across a tick, that poll lasted the whole tick.
     seq: AtomicUsize,
     /// Set by a rescuer holding (or trying to take) the freeze.
     frozen: AtomicBool,
-    /// The owner's poll count, stored at each turn: unchanged across a tick
-    /// while `seq` is even means one poll lasted the whole tick.
-    polls: AtomicUsize,
 }
 
 impl Watch {
-    /// Owner: enters a section at `seq` value `even`; returns the odd value
-    /// stored. Waits while a rescuer holds the freeze.
-    #[inline]
-    pub(crate) fn enter(&self, mut even: usize) -> usize {
+    /// Owner: enters a section from the even value `even` (stores
+    /// `even + 1`). Waits while a rescuer holds the freeze.
+    #[inline(always)]
+    pub(crate) fn enter(&self, even: usize) {
+        self.seq.store(even.wrapping_add(1), Ordering::Relaxed);
+        light_barrier();
+        // Acquire: a rescuer's thaw (Release) hands its writes to the
+        // private state over to us.
+        if self.frozen.load(Ordering::Acquire) {
+            self.enter_frozen(even);
+        }
+    }
+
+    /// `enter` found the freeze held: leave, wait for the thaw, try again.
+    #[cold]
+    #[inline(never)]
+    fn enter_frozen(&self, even: usize) {
         loop {
-            let odd = even.wrapping_add(1);
-            self.seq.store(odd, Ordering::Relaxed);
-            light_barrier();
-            // Acquire: a rescuer's thaw (Release) hands its writes to the
-            // private state over to us.
-            if !self.frozen.load(Ordering::Acquire) {
-                return odd;
-            }
-            even = odd.wrapping_add(1);
             // Release: what we did before is visible to the rescuer whose
             // freeze we now wait out.
             self.seq.store(even, Ordering::Release);
@@ -90,36 +95,27 @@ impl Watch {
             while self.frozen.load(Ordering::Acquire) {
                 crate::loom::spin_wait(&mut step);
             }
+            self.seq.store(even.wrapping_add(1), Ordering::Relaxed);
+            light_barrier();
+            if !self.frozen.load(Ordering::Acquire) {
+                return;
+            }
         }
     }
 
-    /// Owner: leaves the section entered at `odd`; returns the even value.
-    #[inline]
-    pub(crate) fn leave(&self, odd: usize) -> usize {
-        let even = odd.wrapping_add(1);
+    /// Owner: leaves a section, storing the even value `even`.
+    #[inline(always)]
+    pub(crate) fn leave(&self, even: usize) {
         // Release: pairs with a rescuer's Acquire load of `seq`, so our
         // accesses in the section happen before its own.
         self.seq.store(even, Ordering::Release);
-        even
     }
 
-    /// Owner: a turn begins.
-    #[inline]
-    pub(crate) fn count_poll(&self, polls: usize) {
-        // Relaxed: a progress hint; a stale read only delays a rescue by a
-        // tick or makes one needless.
-        self.polls.store(polls, Ordering::Relaxed);
-    }
-
-    /// Rescuer: the owner's poll count.
-    pub(crate) fn polls(&self) -> usize {
-        self.polls.load(Ordering::Relaxed)
-    }
-
-    /// Rescuer: whether the owner seems to be in a poll (a hint, to spare a
-    /// freeze that would fail).
-    pub(crate) fn in_poll(&self) -> bool {
-        self.seq.load(Ordering::Relaxed) % 2 == 0
+    /// Rescuer: the owner's `seq`, as a hint: even, and the same at two
+    /// ticks, means one poll has lasted a tick (a stale read only delays
+    /// a rescue by a tick, or makes a freeze fail).
+    pub(crate) fn seq(&self) -> usize {
+        self.seq.load(Ordering::Relaxed)
     }
 
     /// Rescuer: freezes the owner if it is in a poll, outside every
@@ -220,22 +216,30 @@ pub(crate) fn prepare() {
     barrier::register();
 }
 
-/// The owner's barrier (module docs).
-#[inline]
+/// Whether workers can be frozen here: the rescuer's barrier needs
+/// `membarrier(2)` (under loom, both barriers are `SeqCst` fences). Called
+/// after [`prepare`].
+pub(crate) fn freezable() -> bool {
+    cfg!(loom) || barrier::available()
+}
+
+/// The owner's barrier (module docs): a compiler fence, the rescuer's
+/// `membarrier` doing the ordering for both; a `SeqCst` fence under loom.
+#[inline(always)]
 fn light_barrier() {
-    if barrier::available() {
-        std::sync::atomic::compiler_fence(Ordering::SeqCst);
-    } else {
+    if cfg!(loom) {
         fence(Ordering::SeqCst);
+    } else {
+        std::sync::atomic::compiler_fence(Ordering::SeqCst);
     }
 }
 
 /// The rescuer's barrier (module docs); false if it could not be made
 /// (then the freeze must not go ahead).
 fn heavy_barrier() -> bool {
-    if barrier::available() {
-        return barrier::expedited();
+    if cfg!(loom) {
+        fence(Ordering::SeqCst);
+        return true;
     }
-    fence(Ordering::SeqCst);
-    true
+    barrier::expedited()
 }

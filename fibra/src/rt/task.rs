@@ -338,22 +338,33 @@ impl TaskRef {
     /// this thread's worker (`retained.rs`: no state word read-modify-write).
     fn wake(self) {
         super::worker::with_current(|ctx| {
-            if let Some(ctx) = ctx {
-                if let Some(owns_ref) = ctx.take_retained(&self) {
-                    if owns_ref {
-                        // Ours is the entry's; the retained run's goes (never
-                        // the last: ours is one more).
-                        // SAFETY: the retained run's reference, handed to us.
-                        drop(unsafe { TaskRef::from_raw(self.0) });
+            let this = match ctx {
+                Some(ctx) => {
+                    let retained = ctx.wake_retained(
+                        self,
+                        |t| t,
+                        |t, owns_ref| {
+                            if owns_ref {
+                                // Ours is the entry's; the retained run's
+                                // goes (never the last: ours is one more).
+                                // SAFETY: the retained run's reference,
+                                // handed to us.
+                                drop(unsafe { TaskRef::from_raw(t.0) });
+                            }
+                            t
+                        },
+                    );
+                    match retained {
+                        Ok(()) => return,
+                        Err(t) => t,
                     }
-                    ctx.schedule_woken(self);
-                    return;
                 }
-            }
-            if self.header().state.notify() {
-                Shared::schedule_on(ctx, self);
+                None => self,
+            };
+            if this.header().state.notify() {
+                Shared::schedule_on(ctx, this);
             } else {
-                self.hint_retainer();
+                this.hint_retainer();
             }
         })
     }
@@ -376,14 +387,20 @@ impl TaskRef {
     fn wake_by_ref(&self) {
         super::worker::with_current(|ctx| {
             if let Some(ctx) = ctx {
-                if let Some(owns_ref) = ctx.take_retained(self) {
-                    let entry = if owns_ref {
-                        // SAFETY: the retained run's reference, handed to us.
-                        unsafe { TaskRef::from_raw(self.0) }
-                    } else {
-                        self.clone()
-                    };
-                    ctx.schedule_woken(entry);
+                let retained = ctx.wake_retained(
+                    self,
+                    |t| t,
+                    |t, owns_ref| {
+                        if owns_ref {
+                            // SAFETY: the retained run's reference, handed
+                            // to us.
+                            unsafe { TaskRef::from_raw(t.0) }
+                        } else {
+                            t.clone()
+                        }
+                    },
+                );
+                if retained.is_ok() {
                     return;
                 }
             }

@@ -38,13 +38,14 @@
 //!   inside a section (`private`), and the loop is inside one except while
 //!   it polls (`outside`).
 
-use super::rescue::{QUIET_TICKS, TICK};
+use super::rescue::{QUIET_TICKS, TICK, Watch};
 use super::retained::Retained;
 use super::task::{IdleRun, TaskRef};
 use super::{Shared, budget};
 use crossbeam_deque::{Steal, Worker as Deque};
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
+use std::ptr::NonNull;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
@@ -102,18 +103,14 @@ pub(crate) struct WorkerCtx {
     finishing: Cell<bool>,
     /// Tasks that went idle here recently, still `RUNNING` (retained.rs).
     retained: Retained,
-    /// Whether other workers may rescue tasks from this one (`rescue.rs`):
-    /// a multi-thread runtime with more than one worker. If not, sections
-    /// cost nothing.
-    watched: bool,
-    /// Our `seq` in our `Watch` (`rescue.rs`), and how deeply nested the
-    /// current section is (0: outside every section).
+    /// Our side of the freeze, if other workers may rescue tasks from us
+    /// (`rescue.rs`: a multi-thread runtime with more than one worker; if
+    /// not, sections cost nothing). Points into `shared`, which we hold.
+    watch: Option<NonNull<Watch>>,
+    /// Our `seq` in our `Watch` (`rescue.rs`): odd inside a section.
     seq: Cell<usize>,
-    depth: Cell<u32>,
-    /// Turns so far, published in our `Watch`.
-    polls: Cell<usize>,
-    /// As a rescuer: each worker's poll count at our previous tick.
-    seen_polls: Box<[Cell<usize>]>,
+    /// As a rescuer: each worker's `seq` at our previous tick.
+    seen_seq: Box<[Cell<usize>]>,
     /// As a rescuer: ticks in a row with no poll anywhere and every other
     /// worker asleep.
     quiet_ticks: Cell<u32>,
@@ -139,11 +136,10 @@ impl WorkerCtx {
     pub(crate) fn new(shared: Arc<Shared>, index: usize, local: Deque<TaskRef>) -> Self {
         let workers = shared.parkers.len();
         Self {
-            watched: shared.rescuable,
+            watch: (shared.rescuable && super::rescue::freezable())
+                .then(|| NonNull::from(&*shared.watches[index])),
             seq: Cell::new(0),
-            depth: Cell::new(0),
-            polls: Cell::new(0),
-            seen_polls: (0..workers).map(|_| Cell::new(0)).collect(),
+            seen_seq: (0..workers).map(|_| Cell::new(usize::MAX)).collect(),
             quiet_ticks: Cell::new(0),
             seen_total: Cell::new(0),
             shared,
@@ -162,9 +158,24 @@ impl WorkerCtx {
     /// A wake on this thread: takes `task` out of our retained tasks if it
     /// is there (`Some`: the caller owns `RUNNING` for a queue entry, and the
     /// retained run's reference if `Some(true)`).
-    #[inline]
-    pub(crate) fn take_retained(&self, task: &TaskRef) -> Option<bool> {
-        self.private(|| self.retained.take(task))
+    /// A wake on this thread: if we retain `task` (`retained.rs`), takes
+    /// it out of the ring and schedules it as woken here, with the entry
+    /// `entry` makes from the task and whether the retained run's
+    /// reference came along; else gives the task back. One section.
+    #[inline(always)]
+    pub(crate) fn wake_retained<T>(
+        &self,
+        task: T,
+        as_ref: impl FnOnce(&T) -> &TaskRef,
+        entry: impl FnOnce(T, bool) -> TaskRef,
+    ) -> Result<(), T> {
+        self.private(|| match self.retained.take(as_ref(&task)) {
+            Some(owns_ref) => {
+                self.schedule_woken_here(entry(task, owns_ref));
+                Ok(())
+            }
+            None => Err(task),
+        })
     }
 
     /// Runs `f`, which touches the state a rescuer may take over while we
@@ -172,19 +183,18 @@ impl WorkerCtx {
     /// section (`rescue.rs`).
     #[inline(always)]
     fn private<R>(&self, f: impl FnOnce() -> R) -> R {
-        if !self.watched {
+        let Some(watch) = self.watch() else {
+            return f();
+        };
+        let seq = self.seq.get();
+        if seq % 2 == 1 {
+            // Inside a section already (the loop's).
             return f();
         }
-        let depth = self.depth.get();
-        if depth == 0 {
-            self.seq.set(self.watch().enter(self.seq.get()));
-        }
-        self.depth.set(depth + 1);
+        // In a poll: the section puts `seq` back to the poll's value.
+        watch.enter(seq);
         let r = f();
-        self.depth.set(depth);
-        if depth == 0 {
-            self.seq.set(self.watch().leave(self.seq.get()));
-        }
+        watch.leave(seq);
         r
     }
 
@@ -192,20 +202,24 @@ impl WorkerCtx {
     /// rescuer may freeze us while it lasts.
     #[inline(always)]
     fn outside<R>(&self, f: impl FnOnce() -> R) -> R {
-        if !self.watched {
+        let Some(watch) = self.watch() else {
             return f();
-        }
-        debug_assert_eq!(self.depth.get(), 1, "a poll inside a section");
-        self.depth.set(0);
-        self.seq.set(self.watch().leave(self.seq.get()));
+        };
+        debug_assert_eq!(self.seq.get() % 2, 1, "the loop is inside its section");
+        // A new even value for this poll (`rescue.rs`).
+        let poll = self.seq.get().wrapping_add(1);
+        self.seq.set(poll);
+        watch.leave(poll);
         let r = f();
-        self.seq.set(self.watch().enter(self.seq.get()));
-        self.depth.set(1);
+        watch.enter(poll);
+        self.seq.set(poll.wrapping_add(1));
         r
     }
 
-    fn watch(&self) -> &super::rescue::Watch {
-        &self.shared.watches[self.index]
+    #[inline(always)]
+    fn watch(&self) -> Option<&Watch> {
+        // SAFETY: it points into `self.shared`, which outlives `self`.
+        self.watch.map(|w| unsafe { w.as_ref() })
     }
 
     /// How many tasks this worker retains.
@@ -271,11 +285,18 @@ impl WorkerCtx {
     /// waits for no reply, so there is no hand-off to make, and a joiner
     /// that runs after the tasks already queued finds more of its joins done
     /// (spawn-join: one poll of the joiner instead of one per task).
+    #[inline]
     pub(crate) fn schedule_woken(&self, task: TaskRef) {
+        self.private(|| self.schedule_woken_here(task));
+    }
+
+    /// [`schedule_woken`](Self::schedule_woken), inside a section.
+    #[inline(always)]
+    fn schedule_woken_here(&self, task: TaskRef) {
         if self.finishing.get() {
             self.schedule_back(task);
         } else {
-            self.schedule_next(task);
+            self.schedule_next_here(task);
         }
     }
 
@@ -293,17 +314,17 @@ impl WorkerCtx {
         f()
     }
 
-    /// Schedules a task woken by the task running here: into `next`.
-    pub(crate) fn schedule_next(&self, task: TaskRef) {
-        self.private(|| {
-            let displaced = self.next.replace(Some(task));
-            if let Some(old) = displaced {
-                // A burst of wakes from the running task (a producer feeding
-                // consumers): keep them here, next to the channel they share,
-                // rather than let another core steal them and fight over it.
-                self.schedule_hot(old);
-            }
-        });
+    /// Schedules a task woken by the task running here: into `next`
+    /// (inside a section).
+    #[inline(always)]
+    fn schedule_next_here(&self, task: TaskRef) {
+        let displaced = self.next.replace(Some(task));
+        if let Some(old) = displaced {
+            // A burst of wakes from the running task (a producer feeding
+            // consumers): keep them here, next to the channel they share,
+            // rather than let another core steal them and fight over it.
+            self.schedule_hot(old);
+        }
     }
 
     /// Schedules a task that the cooperative budget made yield: at the back
@@ -446,11 +467,6 @@ impl WorkerCtx {
     #[inline(always)]
     fn run_task(&self, task: TaskRef) {
         budget::reset();
-        if self.watched {
-            let polls = self.polls.get().wrapping_add(1);
-            self.polls.set(polls);
-            self.watch().count_poll(polls);
-        }
         let idle = self.outside(|| task.run());
         if idle.is_none() && self.retained.is_empty() {
             // Nothing to retain or release (a hint can only be stale): a
@@ -473,20 +489,25 @@ impl WorkerCtx {
         impl Drop for Stop<'_> {
             fn drop(&mut self) {
                 let ctx = self.0;
+                if let Some(watch) = ctx.watch().filter(|_| ctx.seq.get() % 2 == 0) {
+                    // A panic unwound a poll (`outside`): back inside the
+                    // loop's section before touching the ring.
+                    watch.enter(ctx.seq.get());
+                    ctx.seq.set(ctx.seq.get().wrapping_add(1));
+                }
                 ctx.release_all_retained();
-                if ctx.watched {
-                    // Still inside the loop's section: no rescuer holds
-                    // us frozen while the pointer goes.
+                if let Some(watch) = ctx.watch() {
+                    // Inside the loop's section: no rescuer holds us
+                    // frozen while the pointer goes.
                     ctx.shared.workers_ctx[ctx.index]
                         .store(std::ptr::null_mut(), std::sync::atomic::Ordering::Relaxed);
-                    ctx.depth.set(0);
-                    ctx.seq.set(ctx.watch().leave(ctx.seq.get()));
+                    watch.leave(ctx.seq.get().wrapping_add(1));
                 }
             }
         }
-        if self.watched {
-            self.seq.set(self.watch().enter(self.seq.get()));
-            self.depth.set(1);
+        if let Some(watch) = self.watch() {
+            watch.enter(self.seq.get());
+            self.seq.set(self.seq.get().wrapping_add(1));
             // Relaxed: rescuers read it only after a freeze, whose Acquire
             // load of our `seq` comes after this section's Release leave.
             self.shared.workers_ctx[self.index].store(
@@ -549,15 +570,17 @@ impl WorkerCtx {
             if tick.is_some() {
                 self.shared.ticking.fetch_sub(1, Ordering::SeqCst);
             }
-            if self.watched {
-                self.shared.ensure_watchdog(self.index);
-            }
             if idle.unregister_sleeper(self.index) {
                 // Not woken by a pusher (which would have counted us as a
                 // searcher): a tick, or a call to watch.
                 self.rescue();
                 searching = false;
             } else {
+                // Woken for work, which we may then run for long: make
+                // sure an idle worker watches (`rescue.rs`).
+                if self.shared.rescuable {
+                    self.shared.ensure_watchdog(self.index);
+                }
                 searching = !self.shared.is_shutdown();
             }
         }
@@ -567,7 +590,7 @@ impl WorkerCtx {
     /// another worker is awake, or was busy in recent ticks; else until
     /// woken.
     fn park_timeout(&self) -> Option<std::time::Duration> {
-        if !self.watched {
+        if !self.shared.rescuable {
             return None;
         }
         // One watchdog is enough.
@@ -584,7 +607,7 @@ impl WorkerCtx {
             .shared
             .watches
             .iter()
-            .fold(0usize, |a, w| a.wrapping_add(w.polls()));
+            .fold(0usize, |a, w| a.wrapping_add(w.seq()));
         if total != self.seen_total.replace(total) {
             self.quiet_ticks.set(0);
             return Some(TICK);
@@ -597,12 +620,13 @@ impl WorkerCtx {
     /// A tick: takes the private runnable tasks of every worker stuck in a
     /// poll since our previous tick into our own queue (`rescue.rs`).
     fn rescue(&self) {
-        if !self.watched {
+        if self.watch.is_none() {
             return;
         }
         for (j, watch) in self.shared.watches.iter().enumerate() {
-            let polls = watch.polls();
-            if j == self.index || self.seen_polls[j].replace(polls) != polls || !watch.in_poll() {
+            // In the same poll (an even `seq`) as at our previous tick.
+            let seq = watch.seq();
+            if j == self.index || self.seen_seq[j].replace(seq) != seq || seq % 2 == 1 {
                 continue;
             }
             let Some(_frozen) = watch.try_freeze() else {
