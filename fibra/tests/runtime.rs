@@ -477,8 +477,8 @@ fn a_task_whose_mailbox_is_never_empty_cannot_starve_its_worker() {
 /// the budget over and over. Those yields keep it on its worker: on the
 /// stealable queue the idle worker would take it, and every message would
 /// cross cores (asymmetric-buffered on 2 workers was 3.4x slower than on
-/// one). Its turns after the first few must all run on one thread, even
-/// with a ticking timer task that keeps waking the other worker (which then
+/// one). Its turns after the first few must stay on one thread, even with
+/// a ticking timer task that keeps waking the other worker (which then
 /// looks for work to steal).
 #[test]
 fn budget_yields_keep_a_producer_on_its_worker() {
@@ -515,11 +515,15 @@ fn budget_yields_keep_a_producer_on_its_worker() {
         ticker.await.unwrap();
         threads
     });
+    // A worker whose thread the OS preempts for a tick looks stuck, and an
+    // idle worker may then rescue its tasks (docs/runtime.md): on a loaded
+    // machine the pair may move once or twice. Budget yields on the
+    // stealable queue moved it back and forth hundreds of times.
     let settled = &threads[10..];
+    let moves = settled.windows(2).filter(|w| w[0] != w[1]).count();
     assert!(
-        settled.iter().all(|t| *t == settled[0]),
-        "the producer moved between workers: {} of {} turns elsewhere",
-        settled.iter().filter(|t| **t != settled[0]).count(),
+        moves <= 3,
+        "the producer moved between workers {moves} times in {} samples",
         settled.len()
     );
 }
