@@ -8,8 +8,10 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use crate::case::{Case, Params, RunFn, Runner, Spec};
-use crate::peers::external::{Peer, Peers};
-use crate::peers::{PeerRun, child};
+use crate::peers::Peers;
+use crate::peers::child;
+use crate::peers::external::Peer;
+use crate::peers::run_line::PeerRun;
 use crate::report::Row;
 use crate::workloads::Config;
 

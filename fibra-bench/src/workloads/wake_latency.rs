@@ -387,9 +387,9 @@ pub fn child(args: &[String]) -> Result<String, String> {
 mod tests {
     use super::*;
 
-    fn child_run(system: &str, variant: &str, waker: &str) -> crate::peers::PeerRun {
+    fn child_run(system: &str, variant: &str, waker: &str) -> crate::peers::run_line::PeerRun {
         let args = [system, "default", variant, waker, "20"].map(String::from);
-        crate::peers::parse_run(&child(&args).unwrap()).unwrap()
+        crate::peers::run_line::parse_run(&child(&args).unwrap()).unwrap()
     }
 
     #[test]
