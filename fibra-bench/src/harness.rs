@@ -128,8 +128,9 @@ impl Harness {
 
     /// Runs every in-process row in a process of its own (all its runs
     /// there), so that no row measures in a heap another row left behind:
-    /// the allocator's state after one system's row changed another's
-    /// figures by up to 30% (tokio-mt's spawn-join after fibra's rows).
+    /// the allocator's state after one system's row changes another's
+    /// figures (tokio-mt's spawn-join is slower after fibra's rows than
+    /// alone).
     pub fn isolated(mut self, config: Config) -> Self {
         self.isolate = Some(config);
         self
