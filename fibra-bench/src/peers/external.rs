@@ -1,10 +1,12 @@
 //! What the peers that are programs in other languages (Go, Erlang, Racket)
-//! share; how each language's program is built lives in a module of its own,
-//! on top of this one. Each is one program with a subcommand per workload, prepared (built, compiled) into the
-//! target directory on first use, then started once per row: it does one
-//! warm-up run and N timed runs in that one process (so a VM's start-up is
-//! paid once per row, outside the timings) and prints one JSON line per run
-//! (see [`super::run_line`]).
+//! share; how each language's program is built lives in a module of its
+//! own, on top of this one.
+//!
+//! Each is one program with a subcommand per workload, prepared (built,
+//! compiled) into the target directory on first use, then started once per
+//! row: it does one warm-up run and N timed runs in that one process (so a
+//! VM's start-up is paid once per row, outside the timings) and prints one
+//! JSON line per run (see [`super::run_line`]).
 //!
 //! A peer whose tools are missing, or whose build fails, is unavailable:
 //! its rows are skipped with a one-line note, never failed.

@@ -58,3 +58,70 @@ where
     }
     rows
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::case::Params;
+
+    fn spec() -> Spec {
+        Spec {
+            group: "fibers",
+            workload: "chain",
+            params: Params::new().with("messages", 10),
+            ops: 10,
+            expected: 45,
+        }
+    }
+
+    fn systems(rows: &[Case]) -> Vec<System> {
+        rows.iter().map(|case| case.system).collect()
+    }
+
+    #[test]
+    fn rows_in_table_order_with_their_notes() {
+        let spec = spec();
+        let fibra = vec![spec.on(System::Fibra, Runner::Unavailable("test"))];
+        let notes = PeerNotes {
+            tokio_capacity_one: Some("capacity 1"),
+            erlang: Some("acks"),
+        };
+        let rows = task_rows(&spec, fibra, || async { 45 }, notes);
+        assert_eq!(
+            systems(&rows),
+            [
+                System::Fibra,
+                System::TokioCt,
+                System::TokioMt,
+                System::Go,
+                System::Erlang,
+                System::Racket
+            ]
+        );
+        for tokio in &rows[1..3] {
+            assert_eq!(tokio.note, Some("capacity 1"));
+            assert_eq!(tokio.extra, Params::new().with("peer_capacity", 1));
+        }
+        assert_eq!(rows[4].note, Some("acks"));
+        for peer in &rows[3..] {
+            let Runner::External { program, .. } = peer.runner else {
+                panic!("{}: not an external program", peer.label());
+            };
+            assert_eq!(program, "chain");
+        }
+    }
+
+    #[test]
+    fn without_notes_no_capacity_field_and_no_erlang_or_racket() {
+        let spec = spec();
+        let rows = task_rows(&spec, Vec::new(), || async { 45 }, PeerNotes::default());
+        assert_eq!(
+            systems(&rows),
+            [System::TokioCt, System::TokioMt, System::Go]
+        );
+        assert!(
+            rows.iter()
+                .all(|c| c.note.is_none() && c.extra == Params::new())
+        );
+    }
+}
