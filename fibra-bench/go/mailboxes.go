@@ -6,9 +6,10 @@ package main
 // Primitives:
 //   - semaphore: a `chan struct{}` holding one token per available permit
 //     (post = send, wait = receive), the idiomatic Go semaphore; its capacity
-//     is large enough that a post never blocks. Measured on the 2-core
-//     machine against a sync.Mutex + sync.Cond counting semaphore: equal on
-//     the baseline, ~20% slower on asymmetric, ~25% faster on symmetric.
+//     is large enough that a post never blocks. The other common choice, a
+//     sync.Mutex + sync.Cond counting semaphore, is faster on some of the
+//     three semaphore workloads and slower on others, so the suite keeps
+//     the idiom.
 //     Zero-size elements: the channel allocates no buffer.
 //   - mailbox and buffered: a buffered channel big enough that a send never
 //     blocks (iterations for asymmetric, 1 for symmetric, where at most one

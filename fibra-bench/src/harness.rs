@@ -8,8 +8,10 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use crate::case::{Case, Params, RunFn, Runner, Spec};
-use crate::peers::external::{Peer, Peers};
-use crate::peers::{PeerRun, child};
+use crate::peers::Peers;
+use crate::peers::child;
+use crate::peers::external::Peer;
+use crate::peers::run_line::PeerRun;
 use crate::report::Row;
 use crate::workloads::Config;
 
@@ -126,8 +128,9 @@ impl Harness {
 
     /// Runs every in-process row in a process of its own (all its runs
     /// there), so that no row measures in a heap another row left behind:
-    /// the allocator's state after one system's row changed another's
-    /// figures by up to 30% (tokio-mt's spawn-join after fibra's rows).
+    /// the allocator's state after one system's row changes another's
+    /// figures (tokio-mt's spawn-join is slower after fibra's rows than
+    /// alone).
     pub fn isolated(mut self, config: Config) -> Self {
         self.isolate = Some(config);
         self

@@ -21,7 +21,7 @@ use std::time::SystemTime;
 
 use cli::{Command, Options};
 use harness::Harness;
-use peers::external::Peers;
+use peers::Peers;
 use report::Report;
 
 fn main() -> ExitCode {

@@ -5,14 +5,14 @@
 //! process would seem to need none.
 //!
 //! `fibra-bench __child <workload> <args>...` does the work once and prints
-//! one JSON line in the format of the Go peer (see [`super::parse_run`]);
+//! one JSON line in the format of the Go peer (see [`super::run_line`]);
 //! the harness starts it once for the warm-up and once per timed run.
 
 use std::process::{Command, ExitCode, Stdio};
 
 use serde_json::{Map, Value, json};
 
-use super::{PeerRun, parse_run};
+use super::run_line::{PeerRun, parse_run};
 
 /// The first argument that makes this executable a child.
 pub const ARG: &str = "__child";

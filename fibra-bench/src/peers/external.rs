@@ -1,23 +1,25 @@
-//! Peers that are programs in other languages: Go ([`super::go`]), Erlang
-//! ([`super::erlang`]) and Racket ([`super::racket`]). Each is one program
-//! with a subcommand per workload, prepared (built, compiled) into the
-//! target directory on first use, then started once per row: it does one
-//! warm-up run and N timed runs in that one process (so a VM's start-up is
-//! paid once per row, outside the timings) and prints one JSON line per run
-//! (see [`super::parse_run`]).
+//! What the peers that are programs in other languages (Go, Erlang, Racket)
+//! share; how each language's program is built lives in a module of its
+//! own, on top of this one.
+//!
+//! Each is one program with a subcommand per workload, prepared (built,
+//! compiled) into the target directory on first use, then started once per
+//! row: it does one warm-up run and N timed runs in that one process (so a
+//! VM's start-up is paid once per row, outside the timings) and prints one
+//! JSON line per run (see [`super::run_line`]).
 //!
 //! A peer whose tools are missing, or whose build fails, is unavailable:
 //! its rows are skipped with a one-line note, never failed.
 
 use std::env;
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::time::Instant;
 
 use crate::case::Params;
 
-use super::{PeerRun, parse_run};
+use super::run_line::{PeerRun, parse_run};
 
 /// The external peers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -165,43 +167,6 @@ impl ExternalPeer {
             State::Ready(launch) => Ok(launch),
             State::Unavailable(reason) => Err(reason),
             State::Pending(_) => unreachable!("prepared above"),
-        }
-    }
-}
-
-/// The external peers of one run.
-pub struct Peers {
-    go: ExternalPeer,
-    erlang: ExternalPeer,
-    racket: ExternalPeer,
-}
-
-impl Peers {
-    /// The peers with their sources in this crate, built into `output_dir`.
-    pub fn new(output_dir: &Path) -> Self {
-        Self {
-            go: super::go::peer(crate::paths::peer_source_dir(Peer::Go), output_dir),
-            erlang: super::erlang::peer(crate::paths::peer_source_dir(Peer::Erlang), output_dir),
-            racket: super::racket::peer(crate::paths::peer_source_dir(Peer::Racket), output_dir),
-        }
-    }
-
-    /// Every peer unusable, for `reason` (tests).
-    #[cfg(test)]
-    pub fn unavailable(reason: &str) -> Self {
-        Self {
-            go: ExternalPeer::unavailable(Peer::Go, reason),
-            erlang: ExternalPeer::unavailable(Peer::Erlang, reason),
-            racket: ExternalPeer::unavailable(Peer::Racket, reason),
-        }
-    }
-
-    /// The peer `peer`.
-    pub fn get(&mut self, peer: Peer) -> &mut ExternalPeer {
-        match peer {
-            Peer::Go => &mut self.go,
-            Peer::Erlang => &mut self.erlang,
-            Peer::Racket => &mut self.racket,
         }
     }
 }

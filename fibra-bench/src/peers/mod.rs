@@ -1,89 +1,64 @@
 //! Peers that run outside this process and report their runs to the
-//! harness: programs in other languages (Go, Erlang, Racket: see
-//! [`external`]), and fresh processes of this executable ([`child`]).
+//! harness: programs in other languages, and fresh processes of this
+//! executable ([`child`]). All print one JSON line per run ([`run_line`]).
 //!
-//! All print one JSON line per run:
-//! `{"warmup":false,"seconds":0.0123,"result":42,"bytes_per_task":312}`.
-//! `warmup`, `seconds` and `result` are required; every other numeric field
-//! is a figure the run measured (see [`crate::case::Case::measured`]).
+//! The modules depend one way, from the bottom up:
+//!
+//! * [`run_line`]: the line a run prints, and its parsing;
+//! * [`external`]: what every program in another language shares: which
+//!   peer it is, preparing it once, starting it per row ([`external::Launch`]);
+//! * [`go`], [`erlang`], [`racket`]: how each language's program is built
+//!   and started;
+//! * [`Peers`], here: the three programs of one run.
+//!
+//! [`child`] stands beside them: it starts this executable, not another
+//! language's program.
 
 pub mod child;
 pub mod erlang;
 pub mod external;
 pub mod go;
 pub mod racket;
+pub mod run_line;
 
-use serde_json::Value;
+use std::path::Path;
 
-/// One run reported by an external program.
-#[derive(Clone, Debug, PartialEq)]
-pub struct PeerRun {
-    /// The untimed-in-the-stats warm-up run.
-    pub warmup: bool,
-    /// Wall-clock seconds of the run, measured by the program.
-    pub seconds: f64,
-    /// The run's result, checked by the harness.
-    pub result: u64,
-    /// Other numeric fields of the line, by name (e.g. `bytes_per_task`).
-    pub figures: Vec<(String, f64)>,
+use crate::paths::peer_source_dir;
+use external::{ExternalPeer, Peer};
+
+/// The external peers of one run.
+pub struct Peers {
+    go: ExternalPeer,
+    erlang: ExternalPeer,
+    racket: ExternalPeer,
 }
 
-impl PeerRun {
-    /// The figure called `name`, if the run reported it.
-    pub fn figure(&self, name: &str) -> Option<f64> {
-        self.figures
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|&(_, value)| value)
-    }
-}
-
-/// Parses one `{"warmup":..,"seconds":..,"result":..}` line.
-pub fn parse_run(line: &str) -> Result<PeerRun, String> {
-    let bad = || format!("unexpected output line from a peer: {line}");
-    let value: Value = serde_json::from_str(line).map_err(|_| bad())?;
-    let object = value.as_object().ok_or_else(bad)?;
-    let figures = object
-        .iter()
-        .filter(|(name, _)| !matches!(name.as_str(), "warmup" | "seconds" | "result"))
-        .filter_map(|(name, v)| Some((name.clone(), v.as_f64()?)))
-        .collect();
-    Ok(PeerRun {
-        warmup: value["warmup"].as_bool().ok_or_else(bad)?,
-        seconds: value["seconds"].as_f64().ok_or_else(bad)?,
-        result: value["result"].as_u64().ok_or_else(bad)?,
-        figures,
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parses_run_lines() {
-        let run = parse_run(r#"{"warmup":false,"seconds":0.25,"result":42}"#).unwrap();
-        assert_eq!(
-            run,
-            PeerRun {
-                warmup: false,
-                seconds: 0.25,
-                result: 42,
-                figures: Vec::new(),
-            }
-        );
-        assert!(parse_run("hello").is_err());
-        assert!(parse_run("[1]").is_err());
-        assert!(parse_run(r#"{"warmup":false,"seconds":0.25}"#).is_err());
+impl Peers {
+    /// The peers with their sources in this crate, built into `output_dir`.
+    pub fn new(output_dir: &Path) -> Self {
+        Self {
+            go: go::peer(peer_source_dir(Peer::Go), output_dir),
+            erlang: erlang::peer(peer_source_dir(Peer::Erlang), output_dir),
+            racket: racket::peer(peer_source_dir(Peer::Racket), output_dir),
+        }
     }
 
-    #[test]
-    fn other_numeric_fields_are_figures() {
-        let run =
-            parse_run(r#"{"warmup":true,"seconds":1,"result":7,"bytes_per_task":312.5,"x":"y"}"#)
-                .unwrap();
-        assert_eq!(run.figures, [("bytes_per_task".to_string(), 312.5)]);
-        assert_eq!(run.figure("bytes_per_task"), Some(312.5));
-        assert_eq!(run.figure("x"), None);
+    /// Every peer unusable, for `reason` (tests).
+    #[cfg(test)]
+    pub fn unavailable(reason: &str) -> Self {
+        Self {
+            go: ExternalPeer::unavailable(Peer::Go, reason),
+            erlang: ExternalPeer::unavailable(Peer::Erlang, reason),
+            racket: ExternalPeer::unavailable(Peer::Racket, reason),
+        }
+    }
+
+    /// The peer `peer`.
+    pub fn get(&mut self, peer: Peer) -> &mut ExternalPeer {
+        match peer {
+            Peer::Go => &mut self.go,
+            Peer::Erlang => &mut self.erlang,
+            Peer::Racket => &mut self.racket,
+        }
     }
 }

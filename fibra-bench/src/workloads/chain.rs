@@ -9,11 +9,11 @@
 //! The Fibers post does not give its message count; this suite sizes each
 //! row to the same number of sends (500,000).
 
-use crate::case::{Case, Params, Runner, Spec};
-use crate::exec::{fibra_rows, on_tokio_ct, on_tokio_mt, tokio_join_sum};
-use crate::system::System;
+use crate::case::{Case, Params, Spec};
+use crate::exec::{fibra_rows, tokio_join_sum};
+use crate::workloads::Config;
 use crate::workloads::spsc::TOKIO_NOTE;
-use crate::workloads::{Config, langs};
+use crate::workloads::task_rows::{PeerNotes, task_rows};
 
 /// `(links, messages in a full run, messages with --quick)`.
 const SIZES: [(u64, u64, u64); 3] = [(0, 500_000, 2_000), (10, 50_000, 500), (100, 5_000, 50)];
@@ -38,24 +38,15 @@ pub fn cases(config: &Config) -> Vec<Case> {
                 ops: messages,
                 expected: messages * messages.saturating_sub(1) / 2,
             };
-            let tokio_row = |system, runner| {
-                spec.on(system, runner)
-                    .with_note(TOKIO_NOTE)
-                    .with_extra("peer_capacity", 1)
-            };
-            let mut rows = fibra_rows!(&spec, config, move || fibra_chain(links, messages));
-            rows.extend([
-                tokio_row(
-                    System::TokioCt,
-                    on_tokio_ct(move || tokio_chain(links, messages)),
-                ),
-                tokio_row(
-                    System::TokioMt,
-                    on_tokio_mt(move || tokio_chain(links, messages)),
-                ),
-                spec.on(System::Go, Runner::go("chain")),
-            ]);
-            rows.extend(langs::rows(&spec, "chain", ERLANG_NOTE));
+            let rows = task_rows(
+                &spec,
+                fibra_rows!(&spec, config, move || fibra_chain(links, messages)),
+                move || tokio_chain(links, messages),
+                PeerNotes {
+                    tokio_capacity_one: Some(TOKIO_NOTE),
+                    erlang: Some(ERLANG_NOTE),
+                },
+            );
             rows.into_iter()
                 .map(move |case| case.with_extra("sends", messages * (links + 1)))
         })

@@ -12,11 +12,11 @@
 //! collector knows they are done when it has their squares. The Fibers post
 //! gives no repeat count; this suite spawns 250,000 tasks per run.
 
-use crate::case::{Case, Params, Runner, Spec};
-use crate::exec::{fibra_rows, on_tokio_ct, on_tokio_mt};
-use crate::system::System;
+use crate::case::{Case, Params, Spec};
+use crate::exec::fibra_rows;
 use crate::workloads::Config;
 use crate::workloads::spsc::TOKIO_NOTE;
+use crate::workloads::task_rows::{PeerNotes, task_rows};
 
 /// `(dimensions, repeats in a full run, repeats with --quick)`.
 const SIZES: [(u64, u64, u64); 2] = [(10, 25_000, 100), (100, 2_500, 10)];
@@ -54,24 +54,15 @@ pub fn cases(config: &Config) -> Vec<Case> {
                 ops: dimensions * repeats,
                 expected: expected(dimensions, repeats),
             };
-            let tokio_row = |system, runner| {
-                spec.on(system, runner)
-                    .with_note(TOKIO_NOTE)
-                    .with_extra("peer_capacity", 1)
-            };
-            let mut rows = fibra_rows!(&spec, config, move || fibra_diagonal(dimensions, repeats));
-            rows.extend([
-                tokio_row(
-                    System::TokioCt,
-                    on_tokio_ct(move || tokio_diagonal(dimensions, repeats)),
-                ),
-                tokio_row(
-                    System::TokioMt,
-                    on_tokio_mt(move || tokio_diagonal(dimensions, repeats)),
-                ),
-                spec.on(System::Go, Runner::go("diagonal")),
-            ]);
-            rows
+            task_rows(
+                &spec,
+                fibra_rows!(&spec, config, move || fibra_diagonal(dimensions, repeats)),
+                move || tokio_diagonal(dimensions, repeats),
+                PeerNotes {
+                    tokio_capacity_one: Some(TOKIO_NOTE),
+                    erlang: None,
+                },
+            )
         })
         .collect()
 }

@@ -11,10 +11,10 @@
 
 use std::sync::Arc;
 
-use crate::case::{Case, Params, Runner, Spec};
-use crate::exec::{fibra_rows, on_tokio_ct, on_tokio_mt, tokio_join_sum};
-use crate::system::System;
-use crate::workloads::{Config, langs};
+use crate::case::{Case, Params, Spec};
+use crate::exec::{fibra_rows, tokio_join_sum};
+use crate::workloads::Config;
+use crate::workloads::task_rows::{PeerNotes, task_rows};
 
 /// Consumer counts.
 const CONSUMERS: [u64; 2] = [10, 100];
@@ -43,25 +43,15 @@ pub fn cases(config: &Config) -> Vec<Case> {
                 ops: messages,
                 expected: messages * messages.saturating_sub(1) / 2,
             };
-            let tokio_row = |system, runner| {
-                spec.on(system, runner)
-                    .with_note(TOKIO_NOTE)
-                    .with_extra("peer_capacity", 1)
-            };
-            let mut rows = fibra_rows!(&spec, config, move || fibra_fan_out(consumers, messages));
-            rows.extend([
-                tokio_row(
-                    System::TokioCt,
-                    on_tokio_ct(move || tokio_fan_out(consumers, messages)),
-                ),
-                tokio_row(
-                    System::TokioMt,
-                    on_tokio_mt(move || tokio_fan_out(consumers, messages)),
-                ),
-                spec.on(System::Go, Runner::go("fan-out")),
-            ]);
-            rows.extend(langs::rows(&spec, "fan-out", ERLANG_NOTE));
-            rows
+            task_rows(
+                &spec,
+                fibra_rows!(&spec, config, move || fibra_fan_out(consumers, messages)),
+                move || tokio_fan_out(consumers, messages),
+                PeerNotes {
+                    tokio_capacity_one: Some(TOKIO_NOTE),
+                    erlang: Some(ERLANG_NOTE),
+                },
+            )
         })
         .collect()
 }

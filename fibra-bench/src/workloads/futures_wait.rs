@@ -35,9 +35,10 @@ use crate::system::System;
 use crate::workloads::Config;
 
 /// Rounds per run (full run, `--quick`). The OS-thread rows (crossbeam,
-/// fibra-threads) take 30-70 µs a round on an idle 2-core VM (thread
-/// wake-ups; a halted vCPU is slow to wake): 20,000 rounds keep each of
-/// their runs near a second, and the fibra rows' runs above 5 ms.
+/// fibra-threads) are the slowest by far: every round wakes parked
+/// threads, and waking an idle CPU is slow (on a VM, a halted vCPU). The
+/// count keeps their runs near a second while the fibra rows' runs still
+/// last milliseconds.
 const ROUNDS: (u64, u64) = (20_000, 1_000);
 
 /// How the tokio rows work.

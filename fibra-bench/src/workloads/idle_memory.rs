@@ -344,7 +344,7 @@ mod tests {
     #[test]
     fn child_prints_a_run_line() {
         let args = ["tokio-ct", "1000", "default"].map(String::from);
-        let run = crate::peers::parse_run(&child(&args).unwrap()).unwrap();
+        let run = crate::peers::run_line::parse_run(&child(&args).unwrap()).unwrap();
         assert_eq!(run.result, 499_500);
         assert!(run.figure("bytes_per_task").is_some());
         assert!(child(&["go", "1", "default"].map(String::from)).is_err());

@@ -16,13 +16,14 @@ pub const RACKET_NOTE: &str = "racket: Racket threads (green threads, all on one
      rendezvous channels (make-channel); channels cannot be closed, so end of stream is an eof \
      value per receiver";
 
-/// The `erlang` and `racket` rows of `spec`, run by the workload `program`
-/// of each peer; `erlang_note` says how the Erlang program does the work.
-pub fn rows(spec: &Spec, program: &'static str, erlang_note: &'static str) -> [Case; 2] {
+/// The `erlang` and `racket` rows of `spec`, run by each peer's workload
+/// of the same name; `erlang_note` says how the Erlang program does the
+/// work.
+pub fn rows(spec: &Spec, erlang_note: &'static str) -> [Case; 2] {
     [
-        spec.on(System::Erlang, Runner::erlang(program))
+        spec.on(System::Erlang, Runner::erlang(spec.workload))
             .with_note(erlang_note),
-        spec.on(System::Racket, Runner::racket(program))
+        spec.on(System::Racket, Runner::racket(spec.workload))
             .with_note(RACKET_NOTE),
     ]
 }

@@ -3,7 +3,8 @@
 //! Adding a workload: write a module with a `cases(&Config) -> Vec<Case>`
 //! (one [`crate::case::Spec`] per parameter set, [`crate::case::Spec::on`]
 //! per system; [`crate::exec::fibra_rows!`] for the rows on fibra's own
-//! runtime), add it to [`all`], and, for a Go peer, a subcommand of the
+//! runtime; [`task_rows`] for a workload of tasks and channels), add it to
+//! [`all`], and, for a Go peer, a subcommand of the
 //! program in `go/` (Erlang: a `workload/2` clause in
 //! `erlang/fibra_bench.erl`; Racket: a case in `racket/main.rkt`; see
 //! [`langs`]). Its name then drops out of the "not yet" list.
@@ -24,6 +25,7 @@ mod select;
 mod sieve;
 mod spawn_join;
 mod spsc;
+mod task_rows;
 mod timed_child;
 mod timers;
 mod wake_latency;

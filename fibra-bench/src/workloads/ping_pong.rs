@@ -10,12 +10,12 @@
 //! flavour of a round trip), Go, Erlang, Racket, and for one pair the
 //! `floor` (see [`super::floor`]).
 
-use crate::case::{Case, Params, Runner, Spec};
-use crate::exec::{fibra_rows, on_threads, on_tokio_ct, on_tokio_mt, tokio_join_sum};
+use crate::case::{Case, Params, Spec};
+use crate::exec::{fibra_rows, on_threads, on_tokio_ct, tokio_join_sum};
 use crate::system::System;
-use crate::workloads::Config;
 use crate::workloads::spsc::TOKIO_NOTE;
-use crate::workloads::{floor, langs};
+use crate::workloads::task_rows::{PeerNotes, task_rows};
+use crate::workloads::{Config, floor};
 
 /// Pair counts.
 const PAIRS: [u64; 3] = [1, 10, 100];
@@ -45,29 +45,28 @@ pub fn cases(config: &Config) -> Vec<Case> {
                 ops: pairs * round_trips,
                 expected: pairs * round_trips * (round_trips + 1) / 2,
             };
-            let tokio_row = |system, runner| {
-                spec.on(system, runner)
-                    .with_note(TOKIO_NOTE)
-                    .with_extra("peer_capacity", 1)
-            };
-            let mut rows = fibra_rows!(&spec, config, move || fibra_pairs(pairs, round_trips));
-            rows.extend([
-                tokio_row(
-                    System::TokioCt,
-                    on_tokio_ct(move || tokio_pairs(pairs, round_trips)),
-                ),
+            let mut rows = task_rows(
+                &spec,
+                fibra_rows!(&spec, config, move || fibra_pairs(pairs, round_trips)),
+                move || tokio_pairs(pairs, round_trips),
+                PeerNotes {
+                    tokio_capacity_one: Some(TOKIO_NOTE),
+                    erlang: Some(ERLANG_NOTE),
+                },
+            );
+            // tokio's other flavour of a round trip, next to tokio-ct.
+            let tokio_ct = rows
+                .iter()
+                .position(|case| case.system == System::TokioCt)
+                .expect("a tokio-ct row");
+            rows.insert(
+                tokio_ct + 1,
                 spec.on(
                     System::TokioCtOneshot,
                     on_tokio_ct(move || tokio_oneshot_pairs(pairs, round_trips)),
                 )
                 .with_note(ONESHOT_NOTE),
-                tokio_row(
-                    System::TokioMt,
-                    on_tokio_mt(move || tokio_pairs(pairs, round_trips)),
-                ),
-                spec.on(System::Go, Runner::go("ping-pong")),
-            ]);
-            rows.extend(langs::rows(&spec, "ping-pong", ERLANG_NOTE));
+            );
             if pairs == 1 {
                 rows.push(spec.on(
                     System::Floor,

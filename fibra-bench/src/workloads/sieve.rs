@@ -12,11 +12,11 @@
 //! last prime; a run that finds another number of primes panics. Ops:
 //! channel sends ([`sends`]).
 
-use crate::case::{Case, Params, Runner, Spec};
-use crate::exec::{fibra_rows, on_tokio_ct, on_tokio_mt, tokio_join_sum};
-use crate::system::System;
+use crate::case::{Case, Params, Spec};
+use crate::exec::{fibra_rows, tokio_join_sum};
 use crate::workloads::Config;
 use crate::workloads::spsc::TOKIO_NOTE;
+use crate::workloads::task_rows::{PeerNotes, task_rows};
 
 /// Primes to find (full run; `--quick`).
 const PRIMES: [(u64, u64); 2] = [(2000, 100), (3000, 200)];
@@ -83,24 +83,15 @@ pub fn cases(config: &Config) -> Vec<Case> {
                 ops: sends(&primes),
                 expected: last,
             };
-            let tokio_row = |system, runner| {
-                spec.on(system, runner)
-                    .with_note(TOKIO_NOTE)
-                    .with_extra("peer_capacity", 1)
-            };
-            let mut rows = fibra_rows!(&spec, config, move || fibra_sieve(count, last));
-            rows.extend([
-                tokio_row(
-                    System::TokioCt,
-                    on_tokio_ct(move || tokio_sieve(count, last)),
-                ),
-                tokio_row(
-                    System::TokioMt,
-                    on_tokio_mt(move || tokio_sieve(count, last)),
-                ),
-                spec.on(System::Go, Runner::go("sieve")),
-            ]);
-            rows
+            task_rows(
+                &spec,
+                fibra_rows!(&spec, config, move || fibra_sieve(count, last)),
+                move || tokio_sieve(count, last),
+                PeerNotes {
+                    tokio_capacity_one: Some(TOKIO_NOTE),
+                    erlang: None,
+                },
+            )
         })
         .collect()
 }

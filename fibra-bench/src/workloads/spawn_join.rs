@@ -10,9 +10,10 @@
 //! BENCHMARKS.md says 1M tasks; a full run uses 200,000 (see [`NOTE`]).
 
 use crate::case::{Case, Params, Runner, Spec};
-use crate::exec::{fibra_rows, on_tokio_ct, on_tokio_mt, tokio_join_sum};
+use crate::exec::{fibra_rows, tokio_join_sum};
 use crate::system::System;
 use crate::workloads::Config;
+use crate::workloads::task_rows::{PeerNotes, task_rows};
 
 /// Why the task count is not BENCHMARKS.md's (a macro, so that the peers'
 /// notes can repeat it).
@@ -46,19 +47,15 @@ pub fn cases(config: &Config) -> Vec<Case> {
         ops: tasks,
         expected: tasks * tasks.saturating_sub(1) / 2,
     };
-    let mut rows = fibra_rows!(&spec, config, move || fibra_spawn_join(tasks));
-    rows.extend([
-        spec.on(
-            System::TokioCt,
-            on_tokio_ct(move || tokio_spawn_join(tasks)),
-        ),
-        spec.on(
-            System::TokioMt,
-            on_tokio_mt(move || tokio_spawn_join(tasks)),
-        ),
-        spec.on(System::Go, Runner::go("spawn-join")),
-    ]);
-    rows = rows.into_iter().map(|case| case.with_note(NOTE)).collect();
+    // No channels, so no capacity note; Erlang and Racket have notes of
+    // their own (below).
+    let rows = task_rows(
+        &spec,
+        fibra_rows!(&spec, config, move || fibra_spawn_join(tasks)),
+        move || tokio_spawn_join(tasks),
+        PeerNotes::default(),
+    );
+    let mut rows: Vec<Case> = rows.into_iter().map(|case| case.with_note(NOTE)).collect();
     rows.extend([
         spec.on(System::Erlang, Runner::erlang("spawn-join"))
             .with_note(ERLANG_NOTE),

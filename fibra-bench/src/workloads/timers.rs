@@ -179,7 +179,7 @@ mod tests {
     #[test]
     fn tokio_sleepers_all_wake_late_not_early() {
         let args = ["tokio-mt", "default", "200"].map(String::from);
-        let run = crate::peers::parse_run(&child(&args).unwrap()).unwrap();
+        let run = crate::peers::run_line::parse_run(&child(&args).unwrap()).unwrap();
         assert_eq!(run.result, 200);
         assert!(run.seconds >= 0.05, "{run:?}");
         assert!(run.figure("p99_us").unwrap() >= run.figure("p50_us").unwrap());
@@ -190,7 +190,7 @@ mod tests {
     #[test]
     fn fibra_sleepers_all_wake() {
         let args = ["fibra-ct", "default", "200"].map(String::from);
-        let run = crate::peers::parse_run(&child(&args).unwrap()).unwrap();
+        let run = crate::peers::run_line::parse_run(&child(&args).unwrap()).unwrap();
         assert_eq!(run.result, 200);
     }
 

@@ -25,10 +25,11 @@
 //! * `busy`: a second task on the same runtime computes without yielding
 //!   for [`BUSY_CHUNK`] at a time, then yields, until the waiter is done.
 //!   It stops anyway after [`BUSY_CAP_PER_WAKE`] per iteration in all
-//!   (about 2.5 times the slowest busy wakes measured), so a run ends
-//!   however long wakes wait; wakes after that find no busy task. The
-//!   waiter starts once the busy task runs. On a one-worker runtime the waiter runs only between
-//!   chunks; with two workers the idle one should take it.
+//!   (five chunks: a wake that waits out a chunk or two stays under it),
+//!   so a run ends however long wakes wait; wakes after that find no busy
+//!   task. The waiter starts once the busy task runs. On a one-worker
+//!   runtime the waiter runs only between chunks; with two workers the idle
+//!   one should take it.
 //!
 //! The Rust rows run in child processes ([`super::timed_child`]); each
 //! first does an untimed warm-up pass of a tenth of the iterations.
@@ -387,9 +388,9 @@ pub fn child(args: &[String]) -> Result<String, String> {
 mod tests {
     use super::*;
 
-    fn child_run(system: &str, variant: &str, waker: &str) -> crate::peers::PeerRun {
+    fn child_run(system: &str, variant: &str, waker: &str) -> crate::peers::run_line::PeerRun {
         let args = [system, "default", variant, waker, "20"].map(String::from);
-        crate::peers::parse_run(&child(&args).unwrap()).unwrap()
+        crate::peers::run_line::parse_run(&child(&args).unwrap()).unwrap()
     }
 
     #[test]
