@@ -1,9 +1,10 @@
 //! `JoinHandle`: await a task's output, use its completion in a choice,
 //! abort it, or detach it by dropping the handle.
 
-use super::task::{self, JoinError, Joinable};
+use super::task::{self, Joinable};
 use crate::op::waiter::Registration;
 use crate::op::{BlockCx, Op, sealed::Sealed};
+use std::any::Any;
 use std::fmt;
 use std::future::Future;
 use std::marker::PhantomPinned;
@@ -212,3 +213,70 @@ impl<T> Op for JoinOp<'_, T> {
 crate::op::op_into_future! {
     impl['a, T] JoinOp<'a, T>;
 }
+
+/// Why a task did not produce its output.
+pub enum JoinError {
+    /// The task was aborted, or the runtime shut down before it finished.
+    Cancelled,
+    /// The task panicked; the payload is what it panicked with.
+    Panicked(Box<dyn Any + Send + 'static>),
+}
+
+impl JoinError {
+    /// Whether the task was cancelled (aborted or shut down).
+    pub fn is_cancelled(&self) -> bool {
+        matches!(self, JoinError::Cancelled)
+    }
+
+    /// Whether the task panicked.
+    pub fn is_panic(&self) -> bool {
+        matches!(self, JoinError::Panicked(_))
+    }
+
+    /// The panic payload, to resume the panic with
+    /// `std::panic::resume_unwind` or inspect it.
+    ///
+    /// # Panics
+    ///
+    /// If the task was cancelled rather than panicking.
+    pub fn into_panic(self) -> Box<dyn Any + Send + 'static> {
+        match self {
+            JoinError::Panicked(p) => p,
+            JoinError::Cancelled => panic!("`JoinError::into_panic` on a cancelled task"),
+        }
+    }
+
+    fn panic_message(&self) -> Option<&str> {
+        match self {
+            JoinError::Panicked(p) => p
+                .downcast_ref::<&str>()
+                .copied()
+                .or_else(|| p.downcast_ref::<String>().map(String::as_str)),
+            JoinError::Cancelled => None,
+        }
+    }
+}
+
+impl fmt::Debug for JoinError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            JoinError::Cancelled => f.write_str("Cancelled"),
+            JoinError::Panicked(_) => f
+                .debug_tuple("Panicked")
+                .field(&self.panic_message().unwrap_or("<non-string payload>"))
+                .finish(),
+        }
+    }
+}
+
+impl fmt::Display for JoinError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self, self.panic_message()) {
+            (JoinError::Cancelled, _) => f.write_str("task was cancelled"),
+            (JoinError::Panicked(_), Some(m)) => write!(f, "task panicked: {m}"),
+            (JoinError::Panicked(_), None) => f.write_str("task panicked"),
+        }
+    }
+}
+
+impl std::error::Error for JoinError {}

@@ -1,11 +1,10 @@
 //! loom models of the runtime's lock-free parts: a task's state word and the
 //! idle workers' sleep/wake protocol (see `chan/loom_models.rs` to run).
 
-use super::future_cell::FutureCell;
 use super::idle::Idle;
 use super::park::Parker;
 use super::retained::WokenHint;
-use super::task::{AfterPoll, TaskState};
+use super::task::{AfterPoll, FutureCell, TaskState};
 use super::task_alloc::{FreeBlock, RemoteFree, next_of};
 use crate::chan::loom_models::model;
 use crate::loom::{Arc, AtomicBool, AtomicUsize, Ordering, thread};

@@ -35,21 +35,21 @@
 mod blocking;
 pub(crate) mod budget;
 mod builder;
-mod future_cell;
 mod idle;
 mod join;
 mod park;
 mod registry;
 mod rescue;
 mod retained;
+mod schedule;
 mod task;
 mod task_alloc;
 mod worker;
 
 pub use blocking::spawn_blocking;
 pub use builder::Builder;
+pub use join::JoinError;
 pub use join::{JoinHandle, JoinOp};
-pub use task::JoinError;
 
 use crate::loom::{AtomicBool, Ordering};
 use crossbeam_deque::Injector;

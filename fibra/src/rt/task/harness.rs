@@ -1,0 +1,326 @@
+//! `Task<F>`: a task's allocation, and how it is run, completed, shut down
+//! and freed.
+
+use super::future_cell::FutureCell;
+use super::join_state::{JoinState, Joinable, Output};
+use super::raw::{IdleRun, TaskRef};
+use super::state::{AfterPoll, TaskState};
+use super::waker::{DONATE, WAKER_VTABLE};
+use super::{Header, Slot, Vtable};
+use crate::loom::{AtomicUsize, Lock};
+use crate::rt::schedule;
+use crate::rt::{JoinError, JoinHandle, Shared};
+use std::future::Future;
+use std::mem::ManuallyDrop;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::ptr::NonNull;
+use std::sync::Arc;
+use std::task::{Context, Poll, RawWaker, Waker};
+
+/// A task's allocation: the header first (`repr(C)`), so that a pointer
+/// to it is a pointer to its header.
+#[repr(C)]
+pub(crate) struct Task<F: Future> {
+    pub(super) header: Header,
+    future: FutureCell<F>,
+    pub(super) join: Lock<JoinState<F::Output>>,
+}
+
+// SAFETY: the future cell is accessed only by the holder of `RUNNING` (or at
+// shutdown when no worker runs): one thread at a time, hence `F: Send`. The
+// output crosses to the joining thread: `F::Output: Send`.
+unsafe impl<F: Future + Send> Sync for Task<F> where F::Output: Send {}
+// SAFETY: as above.
+unsafe impl<F: Future + Send> Send for Task<F> where F::Output: Send {}
+
+impl<F> Task<F>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    /// Allocates a task, `RUNNING` for the queue entry the spawner pushes:
+    /// that entry's reference and the handle's (two references from the
+    /// start, no atomic increment).
+    pub(crate) fn allocate(future: F, shared: Arc<Shared>) -> (TaskRef, JoinHandle<F::Output>) {
+        let block = Self::slab_block(&shared);
+        let task = Task {
+            header: Header {
+                state: TaskState::new(),
+                refs: AtomicUsize::new(2),
+                vtable: if block.is_some() {
+                    Self::VTABLE_SLAB
+                } else {
+                    Self::VTABLE_BOX
+                },
+                registry_slot: Slot::default(),
+                retained: AtomicUsize::new(0),
+                shared: ManuallyDrop::new(shared),
+            },
+            future: FutureCell::new(future),
+            join: Lock::new(JoinState {
+                output: Output::Pending,
+                waker: None,
+                waiters: None,
+            }),
+        };
+        let p = match block {
+            Some(block) => {
+                let p = block.cast::<Self>();
+                // SAFETY: a fresh block of the slab, large and aligned
+                // enough for `Self` (`slab_block`).
+                unsafe { p.write(task) };
+                p
+            }
+            None => NonNull::from(Box::leak(Box::new(task))),
+        };
+        let join: NonNull<dyn Joinable<F::Output>> = p;
+        // SAFETY: two references were counted, one for each owner.
+        let task = unsafe { TaskRef::from_raw(p.cast()) };
+        // SAFETY: as above.
+        let handle = unsafe { JoinHandle::from_raw(join) };
+        (task, handle)
+    }
+
+    /// A block of the current worker's slab (`task_alloc.rs`) if this
+    /// thread is a worker of `shared`'s runtime and the task fits; else the
+    /// task goes to the system allocator. (Always the latter in builds for
+    /// the AddressSanitizer, so that it checks every task's lifetime, and
+    /// under loom.)
+    fn slab_block(shared: &Arc<Shared>) -> Option<NonNull<u8>> {
+        if cfg!(any(loom, fibra_system_alloc)) {
+            return None;
+        }
+        schedule::alloc(shared, std::alloc::Layout::new::<Self>())
+    }
+
+    const VTABLE_BOX: &'static Vtable = &Vtable {
+        run: Self::run,
+        shutdown: Self::shutdown,
+        dealloc: Self::dealloc_box,
+    };
+
+    const VTABLE_SLAB: &'static Vtable = &Vtable {
+        run: Self::run,
+        shutdown: Self::shutdown,
+        dealloc: Self::dealloc_slab,
+    };
+
+    /// The task behind a header pointer (one with the provenance of the
+    /// whole allocation, as every `TaskRef`'s has: never one made from a
+    /// `&Header`).
+    ///
+    /// # Safety
+    ///
+    /// `p` is the header of a live `Task<F>`.
+    unsafe fn from_header<'a>(p: NonNull<Header>) -> &'a Self {
+        // SAFETY: `repr(C)` with the header first: same address.
+        unsafe { p.cast::<Self>().as_ref() }
+    }
+
+    /// The vtable's `dealloc` for a task from the system allocator.
+    ///
+    /// # Safety
+    ///
+    /// `p` is such a `Task<F>`, with no reference left.
+    unsafe fn dealloc_box(p: NonNull<Header>) {
+        // SAFETY: allocated by `allocate` as a `Box<Self>`; nobody refers
+        // to it any more.
+        let mut task = unsafe { Box::from_raw(p.cast::<Self>().as_ptr()) };
+        // SAFETY: taken once, here; the field is not used again. Dropped
+        // last (and even if the task's drop panics: the `Box` frees its
+        // memory while unwinding, and `shared` goes with this frame).
+        let _shared = unsafe { ManuallyDrop::take(&mut task.header.shared) };
+        drop(task);
+    }
+
+    /// The vtable's `dealloc` for a task in a slab block.
+    ///
+    /// # Safety
+    ///
+    /// `p` is such a `Task<F>`, with no reference left.
+    unsafe fn dealloc_slab(p: NonNull<Header>) {
+        /// Gives the block back, then drops the runtime that owns its page:
+        /// in this order, and also if the task's drop panics.
+        struct GiveBack(NonNull<Header>, ManuallyDrop<Arc<Shared>>);
+        impl Drop for GiveBack {
+            fn drop(&mut self) {
+                // SAFETY: the task was dropped (or its drop unwound): the
+                // block is no longer used, and its runtime is alive
+                // (`self.1`).
+                unsafe { schedule::free(self.0.cast()) };
+                // SAFETY: taken once, here.
+                drop(unsafe { ManuallyDrop::take(&mut self.1) });
+            }
+        }
+        let task = p.cast::<Self>().as_ptr();
+        // SAFETY: nobody refers to the task any more: ours to drop. The
+        // runtime is taken out first and dropped last: it owns the page.
+        let shared = unsafe { ManuallyDrop::take(&mut (*task).header.shared) };
+        let _give_back = GiveBack(p, ManuallyDrop::new(shared));
+        // SAFETY: as above; dropped once, in place.
+        unsafe { std::ptr::drop_in_place(task) };
+    }
+
+    fn complete(&self, output: Result<F::Output, JoinError>) {
+        // Release: the output is written (under the lock) before COMPLETE.
+        let (waker, wakers, dropped) = {
+            let mut j = self.join.lock();
+            let dropped = match j.output {
+                Output::HandleGone => Some(output),
+                _ => {
+                    j.output = Output::Ready(output);
+                    None
+                }
+            };
+            let mut wakers = Vec::new();
+            if let Some(waiters) = &mut j.waiters {
+                waiters.commit_all(&mut wakers);
+            }
+            (j.waker.take(), wakers, dropped)
+        };
+        self.header.state.complete();
+        // Nobody will take it: dropped here, on a worker, the blocking pool
+        // or the shutdown drain, none of which a panic of its drop may stop.
+        if let Some(out) = dropped {
+            crate::wake::contain(move || drop(out));
+        }
+        // Nobody waits if no waker is there (a join that comes later finds
+        // the output). Joiners' wakers may be foreign (a tokio task
+        // awaiting the handle): one that panics must not stop this thread.
+        let waits = waker.is_some() || !wakers.is_empty();
+        let wake_joiners =
+            waits.then_some(|| crate::wake::wake_all(waker.into_iter().chain(wakers)));
+        schedule::finished(&self.header, wake_joiners);
+    }
+
+    /// Polls the future once. With `donate`, the first clone of the waker
+    /// made on this thread during the poll takes over the run's reference
+    /// (module docs); the second result says whether that happened.
+    fn poll_once(
+        &self,
+        me: NonNull<Header>,
+        donate: bool,
+    ) -> (Option<Result<F::Output, JoinError>>, bool) {
+        // `me` (the run's `TaskRef`) rather than `self`: wakers made from it
+        // may free the task, so it must carry the whole allocation's
+        // provenance.
+        let me: *const () = me.as_ptr().cast_const().cast();
+        // A waker borrowing our reference: no refcount traffic per poll.
+        let raw = RawWaker::new(me, &WAKER_VTABLE);
+        // SAFETY: the vtable's functions treat the data pointer as a task
+        // header, which it is; `ManuallyDrop` keeps this borrowed waker from
+        // releasing a reference it does not own.
+        let waker = ManuallyDrop::new(unsafe { Waker::from_raw(raw) });
+        let mut cx = Context::from_waker(&waker);
+        // SAFETY: we hold `RUNNING`.
+        let Some(fut) = (unsafe { self.future.pinned() }) else {
+            return (None, false);
+        };
+        if donate {
+            DONATE.set(me);
+        }
+        let polled = catch_unwind(AssertUnwindSafe(|| fut.poll(&mut cx)));
+        // Taken by a clone (null), or still ours: either way, no more.
+        let donated = donate && DONATE.replace(std::ptr::null()).is_null();
+        let result = match polled {
+            Ok(Poll::Pending) => None,
+            Ok(Poll::Ready(v)) => Some(Ok(v)),
+            Err(payload) => Some(Err(JoinError::Panicked(payload))),
+        };
+        (result, donated)
+    }
+
+    /// The vtable's `run`: `task` is the popped queue entry's reference.
+    ///
+    /// # Safety
+    ///
+    /// `task` is a `Task<F>`.
+    unsafe fn run(task: TaskRef) -> Option<IdleRun> {
+        // SAFETY: the caller's contract.
+        let this = unsafe { Self::from_header(task.0) };
+        let h = &this.header;
+        // The queue entry we popped owns `RUNNING`, hence the future.
+        let aborted = h.state.start_run()?;
+        // Registered: the registry keeps the task alive through this run,
+        // so the run may donate its reference (module docs).
+        let donate = schedule::is_registered(&task);
+        let (result, donated) = if aborted {
+            (Some(Err(JoinError::Cancelled)), false)
+        } else {
+            this.poll_once(task.0, donate)
+        };
+        if donated && result.is_some() {
+            // Finishing needs a reference of our own again.
+            task.take_back_reference();
+        }
+        match result {
+            Some(output) => {
+                // Drop the future before publishing completion (its drop may
+                // touch resources the joiner then sees released). A panic
+                // in its drop is contained like one in its poll.
+                // SAFETY: we hold `RUNNING`.
+                let output = match unsafe { this.future.drop_future() } {
+                    Ok(()) => output,
+                    Err(p) => Err(JoinError::Panicked(p)),
+                };
+                this.complete(output);
+            }
+            None => {
+                // The task waits: from now on shutdown must be able to find
+                // it outside the run queues. We still hold `RUNNING`, so
+                // this comes before its `finished`.
+                schedule::waits(&task);
+                if h.state.is_quiet() {
+                    // Not woken during the poll: the worker retains it,
+                    // `RUNNING` and all (retained.rs), with our reference
+                    // unless it was donated to a waker.
+                    let run = IdleRun {
+                        task: task.0,
+                        owns_ref: !donated,
+                    };
+                    task.forget();
+                    return Some(run);
+                }
+                // Release the future; if woken during the poll (or asked to
+                // abort), go again, at the back of the queue.
+                if h.state.end_run_pending() == AfterPoll::Requeue {
+                    if donated {
+                        // Woken during the poll, so we queue it: until then
+                        // nobody else runs or completes it, and the
+                        // registry's reference covers this one.
+                        task.take_back_reference();
+                    }
+                    schedule::requeue(task);
+                } else if donated {
+                    // Our reference belongs to the waker clone now. `task`
+                    // must not be touched any more: the task may already be
+                    // running elsewhere.
+                    task.forget();
+                }
+            }
+        }
+        None
+    }
+
+    /// The vtable's `shutdown`.
+    ///
+    /// # Safety
+    ///
+    /// `p` is a live `Task<F>`'s header, and no worker runs any more.
+    unsafe fn shutdown(p: NonNull<Header>) {
+        // SAFETY: the caller's contract.
+        let this = unsafe { Self::from_header(p) };
+        // SAFETY: called only after every worker stopped: nobody runs us.
+        if unsafe { this.future.is_empty() } {
+            return;
+        }
+        // A panic in the future's drop is contained as the task's outcome,
+        // as on the abort path: the drain goes on with the other tasks.
+        // SAFETY: as above.
+        let output = match unsafe { this.future.drop_future() } {
+            Ok(()) => Err(JoinError::Cancelled),
+            Err(p) => Err(JoinError::Panicked(p)),
+        };
+        this.complete(output);
+    }
+}
