@@ -9,6 +9,11 @@
 //!   or the sleeper's final look sees the work (Dekker's pattern).
 //! * At most half the workers (at least one) search at once, so idle workers
 //!   do not all hammer the queues.
+//! * Every access to `searching` and `sleeping` is SeqCst: they are the
+//!   two sides of that Dekker check (with the fences), and the counts of
+//!   who searches and who sleeps must be seen in one total order by
+//!   pushers, sleepers and the idle workers deciding to tick
+//!   (`rescue.rs`).
 //! * A woken worker starts as a searcher; the pusher skips waking anyone while
 //!   a searcher exists (it will find the work), which keeps OS wake-ups off
 //!   the hand-off path.

@@ -51,7 +51,7 @@ pub use builder::Builder;
 pub use join::JoinError;
 pub use join::{JoinHandle, JoinOp};
 
-use crate::loom::{AtomicBool, Ordering};
+use crate::loom::{AtomicBool, Ordering, fence};
 use crossbeam_deque::Injector;
 use idle::Idle;
 use park::Parker;
@@ -102,6 +102,8 @@ pub(crate) struct Shared {
 
 impl Shared {
     fn is_shutdown(&self) -> bool {
+        // Acquire: pairs with `Runtime::drop`'s Release store, so a worker
+        // that sees the shutdown sees `drain_on_stop` too.
         self.shutdown.load(Ordering::Acquire)
     }
 
@@ -123,6 +125,10 @@ impl Shared {
     /// every other sleeper sleeps until woken (after a quiet spell, or the
     /// one that ticked was `me`): one OS wake-up, off the hand-off path.
     fn ensure_watchdog(&self, me: usize) {
+        // SeqCst, as every access to `ticking`: in one total order with
+        // the idle counts, either we see no ticker and wake one, or the
+        // ticker, deciding again after its decrement, sees us awake (no
+        // longer a sleeper) and ticks on.
         if self.ticking.load(Ordering::SeqCst) == 0 {
             if let Some(j) = self.idle.some_sleeper(me) {
                 self.parkers[j].unpark();
@@ -217,7 +223,7 @@ impl Shared {
                 // runs (never while one may: a cancel must not race a
                 // run). SeqCst fence against the drop's (Dekker): either
                 // its drain sees our push, or we see `workers_stopped`.
-                std::sync::atomic::fence(Ordering::SeqCst);
+                fence(Ordering::SeqCst);
                 if self.workers_stopped.load(Ordering::SeqCst) {
                     self.drain_tasks();
                 }
@@ -228,9 +234,11 @@ impl Shared {
 
     /// Every worker has stopped: cancels what is left (shutdown).
     fn stop_and_drain(&self) {
+        // SeqCst store and fence: Dekker's pattern with a racing spawn
+        // (`Shared::spawn`: its push, its fence, its load of this flag):
+        // either our drain sees its push, or it sees the flag and drains.
         self.workers_stopped.store(true, Ordering::SeqCst);
-        // Pairs with the fence of a racing spawn (`Shared::spawn`).
-        std::sync::atomic::fence(Ordering::SeqCst);
+        fence(Ordering::SeqCst);
         self.drain_tasks();
     }
 

@@ -97,6 +97,7 @@ impl Watch {
             }
             self.seq.store(even.wrapping_add(1), Ordering::Relaxed);
             light_barrier();
+            // Acquire: as in `enter`.
             if !self.frozen.load(Ordering::Acquire) {
                 return;
             }
@@ -228,6 +229,7 @@ pub(crate) fn freezable() -> bool {
 #[inline(always)]
 fn light_barrier() {
     if cfg!(loom) {
+        // SeqCst: pairs with the rescuer's fence (Dekker's pattern).
         fence(Ordering::SeqCst);
     } else {
         std::sync::atomic::compiler_fence(Ordering::SeqCst);
@@ -238,6 +240,7 @@ fn light_barrier() {
 /// (then the freeze must not go ahead).
 fn heavy_barrier() -> bool {
     if cfg!(loom) {
+        // SeqCst: pairs with the owner's fence (Dekker's pattern).
         fence(Ordering::SeqCst);
         return true;
     }

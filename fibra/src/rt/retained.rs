@@ -220,6 +220,7 @@ impl WokenHint {
     #[inline]
     pub(crate) fn take_down(&self) -> bool {
         // Relaxed first: a plain load per turn, the RMW only when raised.
+        // Acquire: pairs with `raise`'s Release swap.
         self.0.load(Ordering::Relaxed) && self.0.swap(false, Ordering::Acquire)
     }
 }

@@ -118,6 +118,8 @@ impl RemoteFree {
         if self.0.load(Ordering::Relaxed).is_null() {
             return ptr::null_mut();
         }
+        // Acquire: pairs with the Release of each remote `push`, so the
+        // links written by the freeing threads are visible to us.
         self.0.swap(ptr::null_mut(), Ordering::Acquire)
     }
 }
@@ -437,6 +439,8 @@ impl Heap {
     ///
     /// The caller is this heap's worker.
     pub(crate) unsafe fn trim(&self) {
+        // Acquire: pairs with the Release store of a remote free that set
+        // the flag after pushing onto a page's list.
         if !self.remote_freed.load(Ordering::Relaxed)
             || !self.remote_freed.swap(false, Ordering::Acquire)
         {

@@ -564,6 +564,7 @@ impl WorkerCtx {
             }
             let tick = self.park_timeout();
             if tick.is_some() {
+                // SeqCst: see `Shared::ensure_watchdog`.
                 self.shared.ticking.fetch_add(1, Ordering::SeqCst);
             }
             self.shared.parkers[self.index].park(tick.map(|d| Instant::now() + d));
@@ -594,6 +595,7 @@ impl WorkerCtx {
             return None;
         }
         // One watchdog is enough.
+        // SeqCst: see `Shared::ensure_watchdog`.
         if self.shared.ticking.load(Ordering::SeqCst) > 0 {
             return None;
         }

@@ -64,6 +64,8 @@ impl TaskState {
 
     /// Requests an abort; the caller then `notify`s.
     pub(crate) fn set_abort(&self) {
+        // AcqRel, as `notify`: the runner that sees `ABORT` (its Acquire in
+        // `start_run` or `end_run_pending`) sees what the aborter did before.
         self.0.fetch_or(ABORT, Ordering::AcqRel);
     }
 
@@ -78,9 +80,13 @@ impl TaskState {
     /// run. A wake that lands after our load sets `NOTIFIED` again, which
     /// `end_run_pending` sees.
     pub(crate) fn start_run(&self) -> Option<bool> {
+        // Acquire: pairs with the Release of the previous run's
+        // `end_run_pending` or a waker's `notify` (the queue hand-off
+        // orders them too; this covers a steal).
         let mut s = self.0.load(Ordering::Acquire);
         debug_assert!(s & RUNNING != 0, "run of a task not queued");
         if s & NOTIFIED != 0 {
+            // AcqRel: acquires the writes of the wake that set `NOTIFIED`.
             s = self.0.fetch_and(!NOTIFIED, Ordering::AcqRel);
         }
         if s & COMPLETE != 0 {
@@ -155,6 +161,8 @@ impl TaskState {
     }
 
     pub(crate) fn is_complete(&self) -> bool {
+        // Acquire: pairs with `complete`'s Release, after the output was
+        // published.
         self.0.load(Ordering::Acquire) & COMPLETE != 0
     }
 }
