@@ -41,8 +41,8 @@ pub(crate) fn wake(task: TaskRef) {
 
 /// A wake by reference: as [`wake`], taking a reference for the queue entry
 /// only if one is needed. (The two stay separate: one function taking the
-/// waker's reference as an `Option` measured more instructions per round
-/// trip on the ping-pong workloads.)
+/// waker's reference as an `Option` costs more instructions per round
+/// trip.)
 #[inline]
 pub(crate) fn wake_by_ref(task: &TaskRef) {
     with_current(|ctx| {

@@ -59,26 +59,23 @@ const LOCAL_FIRST_INTERVAL: u32 = 31;
 const INJECTOR_INTERVAL: u32 = 61;
 /// Rounds of stealing before a worker parks; between rounds it spins, then
 /// yields: some microseconds in all, less than the OS wake-up a parked
-/// worker needs when work appears again. (64 rounds measured no better on
-/// the suite and burn more CPU when idle.)
+/// worker needs when work appears again, and few enough that an idle
+/// worker does not burn a core (the benchmark log has the measurements).
 const SEARCH_ROUNDS: u32 = 16;
 /// A worker offers work to a sleeping one only when its stealable queue
 /// holds more than this many tasks: a sleeper costs an OS wake-up (tens of
-/// µs here), which a handful of short tasks never repays (measured: diagonal
-/// with 10 dimensions on 2 workers, 681 ns/task when offering from 2 queued
-/// tasks, 236 from 17).
+/// µs), which a handful of short tasks never repays.
 const OFFER_MIN: usize = 16;
 /// ... and only once that backlog has lasted this long: a burst of short
 /// tasks (a collector spawning 100 senders that all talk back to it) is
 /// over before a woken worker could help, and stealing half of it only
-/// makes every message cross cores (diagonal with 100 dimensions on 2
-/// workers: 631 ns/task when offering at once, 235 never offering). A
-/// backlog that lasts is worth the wake-up. Checked at pushes and between
+/// makes every message cross cores. A backlog that lasts is worth the
+/// wake-up. Checked at pushes and between
 /// tasks (`CHECK_EVERY`), so a task that spawns work and then computes for
 /// a long time without yielding delays the offer until it yields.
 const OFFER_DELAY: std::time::Duration = std::time::Duration::from_micros(100);
-/// Reading the clock costs about 25 ns: while a backlog waits for its
-/// offer, look every this many scheduling points ...
+/// Reading the clock costs tens of nanoseconds: while a backlog waits for
+/// its offer, look every this many scheduling points ...
 const CHECK_EVERY: u32 = 4;
 /// ... and every this many pushes (a spawning loop).
 const PUSH_CHECK_EVERY: usize = 64;
@@ -331,8 +328,7 @@ impl WorkerCtx {
     /// of the `hot` queue, not the stealable one. Its ops were all ready, so
     /// it talks to tasks of this worker (a producer filling a buffer for a
     /// consumer here); on the stealable queue an idle worker would take it
-    /// and make every message cross cores (asymmetric-buffered on 2
-    /// workers: 146 ns/message, 3.4x slower than on one).
+    /// and make every message cross cores.
     pub(crate) fn schedule_hot(&self, task: TaskRef) {
         let overflow = self.private(|| {
             let mut hot = self.hot.borrow_mut();
