@@ -471,7 +471,15 @@ impl WorkerCtx {
         }
         self.retained.turn(idle, |t| self.release_retained(t));
         if self.shared.retained_woken[self.index].take_down() {
-            self.retained.release_woken(|t| self.release_retained(t));
+            // Woken from elsewhere during this turn: they go next, before
+            // a task this turn's poll requeued (a yield comes after the
+            // wake it delays).
+            self.retained.release_woken(|t| {
+                // SAFETY: it came out of our ring, token cleared.
+                if let Some(entry) = unsafe { TaskRef::release_retained(t) } {
+                    self.schedule_next_here(entry);
+                }
+            });
         }
     }
 
