@@ -185,7 +185,7 @@ pub struct GetOp<'a, T> {
 impl<T> Sealed for GetOp<'_, T> {}
 
 impl<'a, T: Clone> GetOp<'a, T> {
-    fn parts(self: Pin<&mut Self>) -> (&'a IVar<T>, &(), &mut Option<Registration>) {
+    fn project(self: Pin<&mut Self>) -> (&'a IVar<T>, &(), &mut Option<Registration>) {
         // SAFETY: nothing is moved out; `published` is not structurally
         // pinned and the slot is only pointed at.
         let this = unsafe { self.get_unchecked_mut() };
@@ -204,7 +204,7 @@ impl<T: Clone> Op for GetOp<'_, T> {
     }
 
     fn block(self: Pin<&mut Self>, cx: BlockCx<'_>) {
-        let (ivar, slot, published) = self.parts();
+        let (ivar, slot, published) = self.project();
         let mut q = ivar.waiters.lock();
         if ivar.is_full() {
             if cx.state.claim().is_ok() {
@@ -216,17 +216,17 @@ impl<T: Clone> Op for GetOp<'_, T> {
     }
 
     fn finish(self: Pin<&mut Self>, _leaf: usize) -> T {
-        let (ivar, _, published) = self.parts();
+        let (ivar, _, published) = self.project();
         *published = None;
         ivar.try_get().expect("a committed get sees the value")
     }
 
     fn abandon(self: Pin<&mut Self>, _leaf: usize) {
-        *self.parts().2 = None;
+        *self.project().2 = None;
     }
 
     fn withdraw(self: Pin<&mut Self>) {
-        let (ivar, _, published) = self.parts();
+        let (ivar, _, published) = self.project();
         if let Some(reg) = published.take() {
             ivar.waiters.lock().remove(reg);
         }

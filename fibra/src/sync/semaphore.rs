@@ -16,8 +16,8 @@
 //!   serves the queue, or the acquire's last look sees the new permits.
 //! * No waker is woken while the lock is held.
 
-use crate::chan::core::{Slot, put, take};
 use crate::loom::{AtomicBool, AtomicUsize, Lock, Ordering, UnsafeCell, fence};
+use crate::op::slot::{Slot, put, take};
 use crate::op::waiter::{Registration, WaitQueue};
 use crate::op::{BlockCx, Op, sealed::Sealed};
 use std::fmt;
@@ -364,7 +364,7 @@ unsafe impl Send for AcquireOp<'_> {}
 unsafe impl Sync for AcquireOp<'_> {}
 
 impl<'a> AcquireOp<'a> {
-    fn parts(self: Pin<&mut Self>) -> (&'a Semaphore, &Slot<()>, &mut Option<Registration>) {
+    fn project(self: Pin<&mut Self>) -> (&'a Semaphore, &Slot<()>, &mut Option<Registration>) {
         // SAFETY: the slot stays pinned (shared reference only); `published`
         // is not structurally pinned.
         let this = unsafe { self.get_unchecked_mut() };
@@ -390,7 +390,7 @@ impl<'a> Op for AcquireOp<'a> {
     }
 
     fn block(self: Pin<&mut Self>, cx: BlockCx<'_>) {
-        let (sem, slot, published) = self.parts();
+        let (sem, slot, published) = self.project();
         let mut q = sem.waiters.lock();
         let reg = q.publish(cx, slot);
         sem.waiting.store(true, Ordering::Relaxed);
@@ -416,7 +416,7 @@ impl<'a> Op for AcquireOp<'a> {
     }
 
     fn finish(self: Pin<&mut Self>, _leaf: usize) -> Self::Output {
-        let (sem, slot, published) = self.parts();
+        let (sem, slot, published) = self.project();
         *published = None;
         // SAFETY: `SYNCED`: the slot is ours again.
         match unsafe { take(slot) } {
@@ -426,7 +426,7 @@ impl<'a> Op for AcquireOp<'a> {
     }
 
     fn abandon(self: Pin<&mut Self>, _leaf: usize) {
-        let (sem, slot, published) = self.parts();
+        let (sem, slot, published) = self.project();
         *published = None;
         // SAFETY: `SYNCED`: the slot is ours again.
         if unsafe { take(slot) }.is_some() {
@@ -435,7 +435,7 @@ impl<'a> Op for AcquireOp<'a> {
     }
 
     fn withdraw(self: Pin<&mut Self>) {
-        let (sem, _, published) = self.parts();
+        let (sem, _, published) = self.project();
         if let Some(reg) = published.take() {
             sem.dequeue(&mut sem.waiters.lock(), reg);
         }
