@@ -200,7 +200,8 @@ impl<T> Chan<T> {
         match st.recvq.find_partner(seeker) {
             Found::Partner(w) => {
                 // SAFETY: we claimed (or are unpublished), so `mine` is ours;
-                // we won the receiver's record (`find_partner`), so its slot is ours.
+                // we won the receiver's record, so its slot is ours until
+                // `finish`.
                 unsafe { put(w.slot(), take(mine).expect("sender's value")) };
                 return Sent::Done(w.finish());
             }
@@ -244,7 +245,8 @@ impl<T> Chan<T> {
         }
         match st.sendq.find_partner(seeker) {
             Found::Partner(w) => {
-                // SAFETY: claimed or unpublished (`mine`); won their record.
+                // SAFETY: claimed or unpublished (`mine`); we won the
+                // sender's record, so its slot is ours until `finish`.
                 unsafe { put(mine, take(w.slot()).expect("sender's value")) };
                 return Received::Done(w.finish());
             }
@@ -274,12 +276,11 @@ impl<T> Chan<T> {
             claim: false,
         };
         match st.sendq.find_partner(seeker) {
-            Found::Partner(w) => {
-                // SAFETY: we won the sender's record.
+            // SAFETY: `complete` gives us the sender's slot.
+            Found::Partner(w) => w.complete(|theirs| {
                 st.buf
-                    .push_back(unsafe { take(w.slot()) }.expect("sender's value"));
-                w.finish()
-            }
+                    .push_back(unsafe { take(theirs) }.expect("sender's value"));
+            }),
             Found::Nobody | Found::SelfSynced => None,
         }
     }
@@ -294,9 +295,10 @@ impl<T> Chan<T> {
             if st.rx_gone() {
                 None // undeliverable: dropped below, outside the lock
             } else if let Found::Partner(w) = st.recvq.find_partner(Seeker::FREE) {
-                // SAFETY: `slot` is ours; we won the receiver's record.
-                unsafe { put(w.slot(), take(&slot).expect("rescued value")) };
-                w.finish()
+                // SAFETY: `slot` is ours; `complete` gives us the receiver's.
+                w.complete(|theirs| unsafe {
+                    put(theirs, take(&slot).expect("rescued value"));
+                })
             } else {
                 // SAFETY: `slot` is a local nobody else sees.
                 st.buf
@@ -355,13 +357,16 @@ impl<T> Chan<T> {
         self.receivers.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// AcqRel: the last decrement must see every other handle's uses.
+    /// AcqRel (as `Arc`'s drop): Release orders this handle's uses before
+    /// its decrement; Acquire lets the last decrement, which closes the
+    /// channel, see every other handle's.
     pub(crate) fn remove_sender(&self) {
         if self.senders.fetch_sub(1, Ordering::AcqRel) == 1 {
             self.close_senders();
         }
     }
 
+    /// AcqRel: as in `remove_sender`.
     pub(crate) fn remove_receiver(&self) {
         if self.receivers.fetch_sub(1, Ordering::AcqRel) == 1 {
             self.close_receivers();

@@ -24,7 +24,7 @@
 //!   needed.
 //! * The data is handed on with release/acquire: to a lock-free taker
 //!   through `state` (Release clear, Acquire set), to a queued locker
-//!   through its opstate (`finish_remote` stores `SYNCED` with Release after
+//!   through its opstate (`Won::complete` stores `SYNCED` with Release after
 //!   the owner's last access; the perform loads it with Acquire before it
 //!   makes the guard).
 //! * A record committed by `unlock_slow` owns the lock; a perform dropped
@@ -246,11 +246,11 @@ impl<T> Mutex<T> {
             let mut waker = None;
             let mut handed = false;
             while let Some(w) = q.pop_front() {
-                if w.op().commit_spinning(w.leaf()) {
+                if let Some(won) = w.win() {
                     // The lock is now that perform's; `LOCKED` stays set.
-                    // Release (in `finish_remote`) orders our accesses to the
-                    // data before the new owner's.
-                    waker = w.op().finish_remote(w.leaf());
+                    // Release (the `SYNCED` store in `complete`) orders our
+                    // accesses to the data before the new owner's.
+                    waker = won.complete(|()| {});
                     handed = true;
                     break;
                 }

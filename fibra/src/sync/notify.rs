@@ -107,11 +107,9 @@ impl Notify {
             let mut waker = None;
             let mut served = false;
             while let Some(w) = q.pop_front() {
-                if w.op().commit_spinning(w.leaf()) {
-                    // SAFETY: we won the waiter's opstate (`BUSY`): its
-                    // slot is ours until `finish_remote`.
-                    unsafe { put(w.slot(), ()) };
-                    waker = w.op().finish_remote(w.leaf());
+                if let Some(won) = w.win() {
+                    // SAFETY: `complete` gives us the waiter's slot.
+                    waker = won.complete(|slot| unsafe { put(slot, ()) });
                     served = true;
                     break;
                 }

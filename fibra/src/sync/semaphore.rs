@@ -122,6 +122,7 @@ impl Semaphore {
 
     /// Whether [`close`](Semaphore::close) was called.
     pub fn is_closed(&self) -> bool {
+        // Acquire: pairs with `close`'s Release half.
         self.permits.load(Ordering::Acquire) & CLOSED != 0
     }
 
@@ -230,6 +231,9 @@ impl Semaphore {
     /// assert!(sem.acquire_blocking().is_err());
     /// ```
     pub fn close(&self) {
+        // AcqRel: Release orders what the closer did before closing before
+        // an Acquire reader of `CLOSED` (`is_closed`, `take_permit`); Acquire
+        // keeps the release sequence of earlier permits intact for them.
         self.permits.fetch_or(CLOSED, Ordering::AcqRel);
         let mut wakers = Vec::new();
         {
@@ -250,6 +254,9 @@ impl Semaphore {
             if cur < ONE {
                 return Taken::No;
             }
+            // Acquire (both outcomes): as for the load above. The Release
+            // half orders nothing the protocol relies on; an RMW continues
+            // the release sequence of `release`'s add whatever its ordering.
             match self.permits.compare_exchange_weak(
                 cur,
                 cur - ONE,
@@ -284,13 +291,14 @@ impl Semaphore {
                         break;
                     }
                 }
-                if w.op().commit_spinning(w.leaf()) {
-                    // SAFETY: we won the acquirer's opstate (`BUSY`).
-                    unsafe { put(w.slot(), ()) };
-                    wakers.extend(w.op().finish_remote(w.leaf()));
+                if let Some(won) = w.win() {
+                    // SAFETY: `complete` gives us the acquirer's slot.
+                    wakers.extend(won.complete(|slot| unsafe { put(slot, ()) }));
                 } else {
                     // A stale record (its perform committed elsewhere or was
-                    // dropped): the permit goes back to the pool.
+                    // dropped): the permit goes back to the pool. Release,
+                    // like `release`'s add: pairs with the Acquire of the
+                    // next `take_permit`.
                     self.permits.fetch_add(ONE, Ordering::Release);
                 }
             }
