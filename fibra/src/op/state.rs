@@ -108,8 +108,9 @@ fn synced(leaf: usize) -> usize {
 /// The result of a remote party's attempt to commit someone else's opstate.
 #[derive(Debug, PartialEq, Eq)]
 pub(super) enum Commit {
-    /// Won: the opstate is now `BUSY(leaf)`; write the payload, then call
-    /// [`OpState::finish_remote`].
+    /// Won: the opstate is now `BUSY(leaf)`; the caller (`waiter.rs`) hands
+    /// the record out as a `Won`, whose `complete` writes the payload and
+    /// then calls [`OpState::finish_remote`].
     Won,
     /// The owner holds `C`; look again in a moment.
     Claimed,

@@ -71,7 +71,9 @@ impl<T> IVar<T> {
     /// Fills the variable and wakes every waiting get. A variable is written
     /// once: a second `put` returns its value in `Err`.
     pub fn put(&self, value: T) -> Result<(), T> {
-        // Acquire on failure is not needed: we only learn we lost.
+        // Acquire on success keeps the value's write after the claim (the
+        // Release store of `FULL` below is what publishes it). Acquire on
+        // failure is not needed: we only learn we lost.
         if self
             .state
             .compare_exchange(EMPTY, WRITING, Ordering::Acquire, Ordering::Relaxed)
@@ -92,6 +94,7 @@ impl<T> IVar<T> {
 
     /// The value, if the variable is full.
     pub fn get_ref(&self) -> Option<&T> {
+        // Acquire: pairs with `put`'s Release store of `FULL`.
         if self.state.load(Ordering::Acquire) == FULL {
             // SAFETY: FULL (seen with Acquire): written and never written
             // again, so a shared reference lives as long as `self`.
@@ -103,6 +106,8 @@ impl<T> IVar<T> {
 
     /// Whether the variable is full.
     pub fn is_full(&self) -> bool {
+        // Acquire: as in `get_ref`, so a caller that then reads sees the
+        // value.
         self.state.load(Ordering::Acquire) == FULL
     }
 }
@@ -157,6 +162,8 @@ impl<T> Default for IVar<T> {
 
 impl<T> Drop for IVar<T> {
     fn drop(&mut self) {
+        // Acquire: as in `get_ref` (with `&mut self` the borrow already
+        // orders the write before us; the Acquire costs nothing on x86).
         if self.state.load(Ordering::Acquire) == FULL {
             // SAFETY: FULL: initialised, and we are the last owner.
             self.value.with_mut(|v| unsafe { (*v).assume_init_drop() });
