@@ -129,6 +129,8 @@ impl<T> Lock<T> {
 
     #[inline]
     pub(crate) fn lock(&self) -> LockGuard<'_, T> {
+        // Acquire: pairs with the Release store of the last holder's
+        // release (`LockGuard::drop`), so its writes are visible.
         if self
             .locked
             .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
@@ -146,6 +148,7 @@ impl<T> Lock<T> {
             while self.locked.load(Ordering::Relaxed) {
                 spin_wait(&mut step);
             }
+            // Acquire: as in `lock`.
             if self
                 .locked
                 .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)

@@ -375,6 +375,7 @@ impl<T> Queue<T> {
             // outstanding.
             self.wait_for_taker(head);
             if !same {
+                // Under loom only: SeqCst, as for the flag's stores in `wake`.
                 #[cfg(loom)]
                 assert!(
                     !self.waking.load(Ordering::SeqCst),

@@ -94,7 +94,8 @@ fn spin_for_wake(notified: &AtomicBool) -> bool {
     {
         let mut step = 0;
         while step < 10 {
-            // Relaxed peek; the Acquire swap below makes the wake visible.
+            // Relaxed peek; the Acquire swap (pairing with the Release swap
+            // in `wake_by_ref`) makes the wake visible.
             if notified.load(Ordering::Relaxed) && notified.swap(false, Ordering::Acquire) {
                 return true;
             }
