@@ -25,6 +25,16 @@
 //! the partner writes the payload, then `SYNCED` (Release), all before it
 //! releases the lock. The owner reads its slot and waker only after it saw
 //! `SYNCED` (Acquire), or under the lock while its record is still queued.
+//!
+//! # Committing a record
+//!
+//! A party holding a queue's lock commits a record of it in one way, for
+//! choices and plain records alike: it gets the record *won* — from
+//! [`WaitQueue::find_partner`] (no spinning: the seeker may hold its own
+//! claim) or from [`Waiter::win`] (for a record it popped itself; spins out
+//! an owner's `C`) — and ends the commit with [`Won::complete`], which moves
+//! the payload and then stores `SYNCED`. The paths into a commit, owner's
+//! included, are tabled at the top of `state.rs`.
 
 use super::state::{Commit, OpState, Seen};
 use crate::loom::spin_wait;
