@@ -4,7 +4,8 @@
 //! [`loom`](https://docs.rs/loom), so the models in `loom_*` tests explore the
 //! interleavings of the real code; otherwise they are the standard library's.
 //! Spin loops call [`spin_wait`], which under loom yields to the model checker
-//! (a busy loop would never terminate there).
+//! (a busy loop would never terminate there). Every loom model in the crate
+//! runs through [`model`].
 
 #[cfg(loom)]
 pub(crate) use loom::{
@@ -13,6 +14,19 @@ pub(crate) use loom::{
     sync::{Arc, Condvar, Mutex, MutexGuard},
     thread,
 };
+
+/// Runs `f` under loom: the runner of every `loom_models.rs` in the crate.
+/// The preemption bound (default 3, or `LOOM_MAX_PREEMPTIONS`) keeps the
+/// whole set of models short enough to run on every change; a bound of 5
+/// also passes, but takes minutes per model.
+#[cfg(all(test, loom))]
+pub(crate) fn model(f: impl Fn() + Sync + Send + 'static) {
+    let mut b = loom::model::Builder::new();
+    if b.preemption_bound.is_none() {
+        b.preemption_bound = Some(3);
+    }
+    b.check(f);
+}
 
 #[cfg(not(loom))]
 pub(crate) use std::{
@@ -115,6 +129,8 @@ impl<T> Lock<T> {
 
     #[inline]
     pub(crate) fn lock(&self) -> LockGuard<'_, T> {
+        // Acquire: pairs with the Release store of the last holder's
+        // release (`LockGuard::drop`), so its writes are visible.
         if self
             .locked
             .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
@@ -132,6 +148,7 @@ impl<T> Lock<T> {
             while self.locked.load(Ordering::Relaxed) {
                 spin_wait(&mut step);
             }
+            // Acquire: as in `lock`.
             if self
                 .locked
                 .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)

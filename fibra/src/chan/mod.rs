@@ -1,6 +1,6 @@
 //! Channels: meeting places for tasks and threads.
 //!
-//! Three flavours share one implementation (`core.rs`): a **rendezvous**
+//! Three flavours share one implementation (`meeting.rs`, the meeting place): a **rendezvous**
 //! channel ([`channel`], capacity 0: the sender waits for a receiver and hands
 //! the value over directly), a **bounded** channel ([`bounded`]) and an
 //! **unbounded** one ([`unbounded`]). All are multi-producer multi-consumer
@@ -27,19 +27,19 @@
 //! committed to it (possible when a foreign `select!` races it) gives the
 //! value back to the channel, ahead of everything else.
 
-pub(crate) mod core;
 mod errors;
+mod meeting;
 mod ops;
-mod plain;
+mod send_recv_futures;
 mod stream;
 
 pub use errors::{RecvError, SendError, SendTimeoutError, TryRecvError, TrySendError};
 pub use ops::{RecvOp, SendOp};
-pub use plain::{Recv, Send};
+pub use send_recv_futures::{Recv, Send};
 
 use crate::loom::Arc;
 use crate::op::{Op, Perform};
-use core::Chan;
+use meeting::Chan;
 use ops::ChanRef;
 use std::fmt;
 

@@ -4,9 +4,10 @@
 //! Each op owns its payload slot and remembers the record it published (to
 //! withdraw it). Both are pinned inside the perform while published.
 
-use super::core::{Chan, Received, Sent, Slot, hint, take};
+use super::meeting::{Chan, Received, Sent, readiness};
 use super::{RecvError, SendError};
 use crate::loom::{Arc, UnsafeCell};
+use crate::op::slot::{Slot, take};
 use crate::op::waiter::{Registration, Seeker};
 use crate::op::{BlockCx, Op, sealed::Sealed};
 use std::marker::{PhantomData, PhantomPinned};
@@ -92,7 +93,7 @@ impl<'a, T> RecvOp<'a, T> {
         }
     }
 
-    fn parts(self: Pin<&mut Self>) -> (&ChanRef<'a, T>, &Slot<T>, &mut Option<Registration>) {
+    fn project(self: Pin<&mut Self>) -> (&ChanRef<'a, T>, &Slot<T>, &mut Option<Registration>) {
         // SAFETY: we hand out shared references to the pinned slot and the
         // channel, and a mutable one to `published`, which is not pinned.
         let this = unsafe { self.get_unchecked_mut() };
@@ -100,7 +101,7 @@ impl<'a, T> RecvOp<'a, T> {
     }
 
     fn take_result(self: Pin<&mut Self>) -> Result<T, RecvError> {
-        let (_, slot, published) = self.parts();
+        let (_, slot, published) = self.project();
         *published = None;
         // SAFETY: the opstate is `SYNCED` (or we committed in the try
         // phase): the remote finished with the slot, it is ours again.
@@ -117,8 +118,8 @@ impl<T> Op for RecvOp<'_, T> {
     fn repoll(self: Pin<&mut Self>, _cx: BlockCx<'_>) {}
 
     fn try_now(mut self: Pin<&mut Self>) -> Option<Self::Output> {
-        let (chan, slot, _) = self.as_mut().parts();
-        if !chan.may(hint::RECV_MAY) {
+        let (chan, slot, _) = self.as_mut().project();
+        if !chan.may(readiness::RECV_MAY) {
             return None;
         }
         let mut st = chan.lock();
@@ -142,7 +143,7 @@ impl<T> Op for RecvOp<'_, T> {
     }
 
     fn block(self: Pin<&mut Self>, cx: BlockCx<'_>) {
-        let (chan, slot, published) = self.parts();
+        let (chan, slot, published) = self.project();
         let mut st = chan.lock();
         // Publish, then retry under the same lock: a sender that arrived
         // since our try is found now, and any later one finds our record.
@@ -176,7 +177,7 @@ impl<T> Op for RecvOp<'_, T> {
     }
 
     fn abandon(self: Pin<&mut Self>, _leaf: usize) {
-        let (chan, slot, published) = self.parts();
+        let (chan, slot, published) = self.project();
         *published = None;
         // SAFETY: `SYNCED`: the slot is ours again.
         if let Some(value) = unsafe { take(slot) } {
@@ -185,7 +186,7 @@ impl<T> Op for RecvOp<'_, T> {
     }
 
     fn withdraw(self: Pin<&mut Self>) {
-        let (chan, _, published) = self.parts();
+        let (chan, _, published) = self.project();
         if let Some(reg) = published.take() {
             chan.lock().recvq.remove(reg);
         }
@@ -251,7 +252,7 @@ impl<'a, T> SendOp<'a, T> {
     /// The value, if it was not sent and the op is not published (after a
     /// perform that chose another branch or timed out).
     pub(crate) fn take_unsent(self: Pin<&mut Self>) -> Option<T> {
-        let (_, slot, published) = self.parts();
+        let (_, slot, published) = self.project();
         if published.is_some() {
             return None;
         }
@@ -259,14 +260,14 @@ impl<'a, T> SendOp<'a, T> {
         unsafe { take(slot) }
     }
 
-    fn parts(self: Pin<&mut Self>) -> (&ChanRef<'a, T>, &Slot<T>, &mut Option<Registration>) {
-        // SAFETY: as for `RecvOp::parts`.
+    fn project(self: Pin<&mut Self>) -> (&ChanRef<'a, T>, &Slot<T>, &mut Option<Registration>) {
+        // SAFETY: as for `RecvOp::project`.
         let this = unsafe { self.get_unchecked_mut() };
         (&this.chan, &this.slot, &mut this.published)
     }
 
     fn take_result(self: Pin<&mut Self>) -> Result<(), SendError<T>> {
-        let (_, slot, published) = self.parts();
+        let (_, slot, published) = self.project();
         *published = None;
         // SAFETY: committed: the slot is ours again. A value still there
         // means the commit was "disconnected".
@@ -286,8 +287,8 @@ impl<T> Op for SendOp<'_, T> {
     fn repoll(self: Pin<&mut Self>, _cx: BlockCx<'_>) {}
 
     fn try_now(mut self: Pin<&mut Self>) -> Option<Self::Output> {
-        let (chan, slot, _) = self.as_mut().parts();
-        if !chan.may(hint::SEND_MAY) {
+        let (chan, slot, _) = self.as_mut().project();
+        if !chan.may(readiness::SEND_MAY) {
             return None;
         }
         let mut st = chan.lock();
@@ -308,7 +309,7 @@ impl<T> Op for SendOp<'_, T> {
     }
 
     fn block(self: Pin<&mut Self>, cx: BlockCx<'_>) {
-        let (chan, slot, published) = self.parts();
+        let (chan, slot, published) = self.project();
         let mut st = chan.lock();
         let reg = st.sendq.publish(cx, slot);
         // SAFETY: `retrying` claims our opstate before touching our slot.
@@ -334,11 +335,11 @@ impl<T> Op for SendOp<'_, T> {
     fn abandon(self: Pin<&mut Self>, _leaf: usize) {
         // The value was delivered (the send happened), or every receiver is
         // gone and it drops with the op: nothing to give back.
-        *self.parts().2 = None;
+        *self.project().2 = None;
     }
 
     fn withdraw(self: Pin<&mut Self>) {
-        let (chan, _, published) = self.parts();
+        let (chan, _, published) = self.project();
         if let Some(reg) = published.take() {
             chan.lock().sendq.remove(reg);
         }

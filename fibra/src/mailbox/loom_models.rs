@@ -2,8 +2,7 @@
 //! the semaphore. Run with
 //! `RUSTFLAGS="--cfg loom" cargo test -p fibra --release --lib loom_`.
 
-use crate::chan::loom_models::model;
-use crate::loom::thread;
+use crate::loom::{model, thread};
 use crate::{Op, Semaphore, TryRecvError, bounded, choose, mailbox};
 
 #[test]

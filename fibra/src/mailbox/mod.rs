@@ -2,8 +2,9 @@
 //!
 //! A [`Mailbox<M>`] is an inbox with one owner (usually the task it belongs
 //! to) and any number of [`Addr<M>`]esses that send to it. A send never
-//! blocks: it enqueues the message (one allocation, one atomic swap) and
-//! wakes the owner if it waits. The owner takes messages in order with
+//! blocks: it enqueues the message (one compare-and-swap on the queue's
+//! tail; a block of slots is allocated once every 31 messages) and wakes
+//! the owner if it waits. The owner takes messages in order with
 //! [`recv`](Mailbox::recv), or selectively with
 //! [`recv_matching`](Mailbox::recv_matching) (Erlang's `receive` with a
 //! pattern: the first message the predicate accepts; the others stay, in
@@ -159,6 +160,7 @@ impl<M> Inner<M> {
     }
 
     fn is_closed(&self) -> bool {
+        // Acquire: pairs with the Release half of `close`'s swap.
         self.closed.load(Ordering::Acquire)
     }
 
@@ -177,6 +179,9 @@ impl<M> Inner<M> {
     /// Sets `closed` and fails every sender waiting for room. Returns
     /// whether this call closed it.
     fn close(&self) -> bool {
+        // AcqRel: Release orders what the closer did before closing before
+        // a reader's Acquire of `closed`; Acquire lets a second closer see
+        // the first's.
         if self.closed.swap(true, Ordering::AcqRel) {
             return false;
         }

@@ -154,6 +154,10 @@ impl<T> Queue<T> {
     pub(crate) fn push(&self, value: T) {
         let mut spare: Option<*mut Block<T>> = None;
         let mut step = 0;
+        // Acquire (here, on the reload below and on the CAS's failure):
+        // pairs with an installer's Release `fetch_add` that moved `tail`
+        // past the install position, so the `tail.block` read below sees
+        // the block installed before it.
         let mut t = self.tail.word.load(Ordering::Acquire);
         loop {
             let pos = t >> SHIFT;
@@ -188,12 +192,16 @@ impl<T> Queue<T> {
                 Ok(_) => {
                     if offset + 1 == CAP {
                         let next = spare.take().expect("allocated above");
-                        // Release: the block's initialisation is visible to
-                        // producers that Acquire `tail.block` or the word.
+                        // Release (both stores): the block's initialisation
+                        // is visible to producers that Acquire `tail.block`
+                        // or the word.
                         self.tail.block.store(next, Ordering::Release);
                         self.tail.word.fetch_add(1 << SHIFT, Ordering::Release);
                         // SAFETY: `block` is alive: our slot in it is not
                         // written yet, so the consumer has not freed it.
+                        // Release: pairs with the consumer's Acquire load of
+                        // `next` in `pop`, which then sees the block's
+                        // initialisation.
                         unsafe { (*block).next.store(next, Ordering::Release) };
                     }
                     // SAFETY: we claimed `offset` in `block`, which stays
@@ -248,6 +256,8 @@ impl<T> Queue<T> {
     /// We took the park of epoch `epoch`: run the waker, then say we are
     /// done with the cell.
     fn wake(&self, epoch: usize) {
+        // Under loom only, a flag for the assertion in `park`; SeqCst so the
+        // check needs no reasoning of its own.
         #[cfg(loom)]
         self.waking.store(true, Ordering::SeqCst);
         // SAFETY: we took the park: the consumer does not write the cell
@@ -280,6 +290,8 @@ impl<T> Queue<T> {
         // SAFETY: `head.block` is alive: only the consumer frees blocks.
         let block = unsafe { &*head.block };
         let mut step = 0;
+        // Acquire: pairs with the producer's Release store of `ready`, so
+        // the value it wrote is visible.
         while !block.ready[offset].load(Ordering::Acquire) {
             // Relaxed: only compares positions; the slot's `ready` carries
             // the value.
@@ -296,7 +308,8 @@ impl<T> Queue<T> {
         if offset + 1 == CAP {
             // The block is used up: move to the next (linked before the last
             // slot was marked ready) and free this one.
-            // SAFETY: as above.
+            // SAFETY: as above. Acquire: pairs with the installer's Release
+            // store of `next`.
             let next = unsafe { (*head.block).next.load(Ordering::Acquire) };
             debug_assert!(!next.is_null());
             // SAFETY: every slot was read: no producer touches the block.
@@ -320,6 +333,9 @@ impl<T> Queue<T> {
     pub(crate) unsafe fn park(&self, waker: &Waker, stop: impl Fn() -> bool) -> bool {
         // SAFETY: the consumer owns `head`.
         let head = self.head.with_mut(|h| unsafe { &mut *h });
+        // Acquire (this load and every CAS below, on either outcome): pairs
+        // with `poke`'s Release, so `stop()` sees the change a poke
+        // announced (a close, the last address gone).
         let mut t = self.tail.word.load(Ordering::Acquire);
         loop {
             self.note_taken(head, t);
@@ -359,6 +375,7 @@ impl<T> Queue<T> {
             // outstanding.
             self.wait_for_taker(head);
             if !same {
+                // Under loom only: SeqCst, as for the flag's stores in `wake`.
                 #[cfg(loom)]
                 assert!(
                     !self.waking.load(Ordering::SeqCst),
@@ -442,6 +459,8 @@ impl<T> Queue<T> {
         if head.parked.is_none() {
             return;
         }
+        // Acquire (load and CAS): as in `park`, pairing with `poke`'s
+        // Release.
         let mut t = self.tail.word.load(Ordering::Acquire);
         loop {
             self.note_taken(head, t);

@@ -52,7 +52,7 @@ impl<M> Future for Recv<'_, M> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<M>> {
         let this = self.get_mut();
-        if !std::mem::replace(&mut this.started, true) && !crate::rt::budget::consume() {
+        if !std::mem::replace(&mut this.started, true) && !crate::coop::consume() {
             // Out of budget on a fibra worker: let the others run first.
             this.started = false;
             cx.waker().wake_by_ref();

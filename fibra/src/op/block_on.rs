@@ -82,7 +82,7 @@ fn park(parker: &ThreadWaker) {
     }
 }
 
-/// Spins (then yields) for a few microseconds waiting for a wake; returns
+/// Spins (then yields) briefly waiting for a wake; returns
 /// whether one came (and consumes it).
 fn spin_for_wake(notified: &AtomicBool) -> bool {
     #[cfg(loom)]
@@ -94,7 +94,8 @@ fn spin_for_wake(notified: &AtomicBool) -> bool {
     {
         let mut step = 0;
         while step < 10 {
-            // Relaxed peek; the Acquire swap below makes the wake visible.
+            // Relaxed peek; the Acquire swap (pairing with the Release swap
+            // in `wake_by_ref`) makes the wake visible.
             if notified.load(Ordering::Relaxed) && notified.swap(false, Ordering::Acquire) {
                 return true;
             }
@@ -137,8 +138,8 @@ pub fn block_on<F: Future>(future: F) -> F::Output {
         if let Poll::Ready(out) = future.as_mut().poll(&mut cx) {
             return out;
         }
-        // A partner running on another core often answers within a
-        // microsecond; a park/unpark pair costs tens. Spin briefly first.
+        // A partner running on another core often answers sooner than a
+        // park/unpark pair would take: spin briefly first.
         // Acquire pairs with the Release swap in `wake_by_ref`.
         if !spin_for_wake(&parker.notified) {
             while !parker.notified.swap(false, Ordering::Acquire) {

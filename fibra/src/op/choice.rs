@@ -117,7 +117,7 @@ impl<B: Branches> Choose<B> {
         }
     }
 
-    fn parts(self: Pin<&mut Self>) -> (Pin<&mut B>, &mut usize, bool) {
+    fn project(self: Pin<&mut Self>) -> (Pin<&mut B>, &mut usize, bool) {
         // SAFETY: `branches` is structurally pinned and never moved; `start`
         // and `biased` are plain data.
         unsafe {
@@ -132,7 +132,7 @@ impl<B: Branches> Choose<B> {
 
     /// The branches, pinned.
     pub(crate) fn branches(self: Pin<&mut Self>) -> Pin<&mut B> {
-        self.parts().0
+        self.project().0
     }
 
     /// The branch owning `leaf`, and that branch's first leaf.
@@ -149,7 +149,7 @@ impl<B: Branches> Choose<B> {
     }
 
     fn withdraw_all_but(self: Pin<&mut Self>, keep: Option<usize>) {
-        let (mut branches, _, _) = self.parts();
+        let (mut branches, _, _) = self.project();
         for i in 0..branches.count() {
             if Some(i) != keep {
                 branches.as_mut().branch_mut(i).withdraw();
@@ -172,14 +172,14 @@ impl<B: Branches> Op for Choose<B> {
     }
 
     fn prepare(self: Pin<&mut Self>) {
-        let (mut branches, _, _) = self.parts();
+        let (mut branches, _, _) = self.project();
         for i in 0..branches.count() {
             branches.as_mut().branch_mut(i).prepare();
         }
     }
 
     fn try_now(mut self: Pin<&mut Self>) -> Option<B::Output> {
-        let (mut branches, start, biased) = self.as_mut().parts();
+        let (mut branches, start, biased) = self.as_mut().project();
         let n = branches.count();
         if n == 0 {
             return None;
@@ -199,7 +199,7 @@ impl<B: Branches> Op for Choose<B> {
     }
 
     fn block(self: Pin<&mut Self>, cx: BlockCx<'_>) {
-        let (mut branches, start, _) = self.parts();
+        let (mut branches, start, _) = self.project();
         let n = branches.count();
         let start = *start;
         // Leaf offset of branch `start`, then walk start..n, 0..start.
@@ -221,7 +221,7 @@ impl<B: Branches> Op for Choose<B> {
     }
 
     fn repoll(self: Pin<&mut Self>, cx: BlockCx<'_>) {
-        let (mut branches, _, _) = self.parts();
+        let (mut branches, _, _) = self.project();
         let mut offset = 0;
         for i in 0..branches.count() {
             if cx.state.load() != super::state::Seen::Waiting {
@@ -236,14 +236,14 @@ impl<B: Branches> Op for Choose<B> {
     fn finish(mut self: Pin<&mut Self>, leaf: usize) -> B::Output {
         let (winner, offset) = self.owner_of(leaf);
         self.as_mut().withdraw_all_but(Some(winner));
-        let (branches, _, _) = self.parts();
+        let (branches, _, _) = self.project();
         branches.branch_mut(winner).finish(leaf - offset)
     }
 
     fn abandon(mut self: Pin<&mut Self>, leaf: usize) {
         let (winner, offset) = self.owner_of(leaf);
         self.as_mut().withdraw_all_but(Some(winner));
-        let (branches, _, _) = self.parts();
+        let (branches, _, _) = self.project();
         branches.branch_mut(winner).abandon(leaf - offset);
     }
 

@@ -1,7 +1,6 @@
 //! loom models of the op combinators (see `chan/loom_models.rs`).
 
-use crate::chan::loom_models::model;
-use crate::loom::thread;
+use crate::loom::{model, thread};
 use crate::{Nack, Op, channel, choose, with_nack};
 
 #[test]

@@ -41,6 +41,7 @@ mod combinators;
 mod nack;
 mod perform;
 pub(crate) mod rng;
+pub(crate) mod slot;
 pub(crate) mod state;
 pub(crate) mod waiter;
 

@@ -168,6 +168,7 @@ impl Nack {
     /// assert!(nack.unwrap().is_fired());
     /// ```
     pub fn is_fired(&self) -> bool {
+        // Acquire: pairs with the Release store in `fire`.
         self.signal.fired.load(Ordering::Acquire)
     }
 

@@ -129,7 +129,7 @@ impl<O: Op> Future for Perform<O> {
         let mut waker_fresh = false;
         match *this.phase {
             Phase::Fresh => {
-                if !crate::rt::budget::consume() {
+                if !crate::coop::consume() {
                     // Out of budget on a fibra worker: let the others run.
                     cx.waker().wake_by_ref();
                     return Poll::Pending;

@@ -1,5 +1,23 @@
 //! The opstate: one atomic word per perform, shared by every branch of it.
 //!
+//! # Ways into a commit
+//!
+//! Every commit moves an opstate out of `W` along one of these paths, and
+//! every remote one ends in [`Won::complete`](super::waiter::Won) (payload,
+//! then `SYNCED`): no resource sequences it by hand.
+//!
+//! | path | who | moves | entry | relaxes |
+//! |---|---|---|---|---|
+//! | remote commit | partner, under the queue's lock | `W -> BUSY -> SYNCED` | `WaitQueue::find_partner`, `Waiter::win`, then `Won::complete` | nothing: the paper's path, plus `BUSY` |
+//! | plain record | partner, under the queue's lock | `W -> SYNCED` | the same calls; the record's `leaf` is `PLAIN` | the CAS: a plain record's owner never claims, and withdraws only under that lock (`waiter.rs`, "Plain records") |
+//! | owner's retry | owner, in its block phase | `W -> C -> SYNCED` | `Seeker::retrying` / `BlockCx::claim`, then `commit_own` | nothing: the paper's path |
+//! | exclusive self-commit | owner of an op that [never commits remotely](super::Op::commits_remotely) (a mailbox receive) | `W -> C -> SYNCED` | `BlockCx::claim` with `exclusive` | the CAS: no record of the opstate is published, so a load and a store suffice |
+//! | cancel | owner, dropping its perform | `W -> X` | `OpState::cancel` | nothing |
+//!
+//! The channel's send and receive (the hot path) call `Won::complete` in its
+//! two halves, `Won::slot` then `Won::finish`, because the closure form
+//! costs instructions there; the order is the same.
+//!
 //! # Protocol (Fibers / Parallel CML, with two additions)
 //!
 //! ```text
@@ -89,9 +107,10 @@ fn synced(leaf: usize) -> usize {
 
 /// The result of a remote party's attempt to commit someone else's opstate.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Commit {
-    /// Won: the opstate is now `BUSY(leaf)`; write the payload, then call
-    /// [`OpState::finish_remote`].
+pub(super) enum Commit {
+    /// Won: the opstate is now `BUSY(leaf)`; the caller (`waiter.rs`) hands
+    /// the record out as a `Won`, whose `complete` writes the payload and
+    /// then calls [`OpState::finish_remote`].
     Won,
     /// The owner holds `C`; look again in a moment.
     Claimed,
@@ -176,7 +195,10 @@ impl OpState {
         self.state.store(W, Ordering::Release);
     }
 
-    /// Owner: `C -> SYNCED(leaf)`, after it wrote its own payload.
+    /// Owner: `C -> SYNCED(leaf)`, after it wrote its own payload. Release
+    /// pairs with the Acquire `load` of the poll that finishes the perform,
+    /// which may run on another thread (the task's hand-over between
+    /// threads orders it too).
     pub(crate) fn commit_own(&self, leaf: usize) {
         debug_assert_eq!(self.load(), Seen::Claimed);
         self.state.store(synced(leaf), Ordering::Release);
@@ -185,7 +207,7 @@ impl OpState {
     /// Remote: try `W -> BUSY(leaf)`. AcqRel on success: Acquire to see the
     /// owner's waker and payload slot (published via `unclaim`/the queue lock),
     /// Release is harmless. Acquire on failure is not needed: we only decide.
-    pub(crate) fn try_commit(&self, leaf: usize) -> Commit {
+    pub(super) fn try_commit(&self, leaf: usize) -> Commit {
         match self
             .state
             .compare_exchange(W, busy(leaf), Ordering::AcqRel, Ordering::Relaxed)
@@ -203,7 +225,7 @@ impl OpState {
     /// After this returns, the remote must not touch the opstate again: the
     /// owner may free it at once.
     #[must_use = "the owner must be woken"]
-    pub(crate) fn finish_remote(&self, leaf: usize) -> Option<Waker> {
+    pub(super) fn finish_remote(&self, leaf: usize) -> Option<Waker> {
         debug_assert_eq!(self.load(), Seen::Busy(leaf));
         // SAFETY: we hold `BUSY`, which excludes the owner's `C`, the only
         // other state in which the waker is touched.
@@ -221,7 +243,7 @@ impl OpState {
     /// `waiter.rs`, "Plain records"). Release pairs with the owner's
     /// Acquire `load`.
     #[must_use = "the owner must be woken"]
-    pub(crate) fn finish_plain(&self) -> Option<Waker> {
+    pub(super) fn finish_plain(&self) -> Option<Waker> {
         debug_assert_eq!(self.load(), Seen::Waiting);
         // SAFETY: the owner touches the waker of a published plain wait
         // only under the queue's lock, which we hold.
@@ -249,7 +271,11 @@ impl OpState {
     }
 
     /// Owner, when its perform is dropped: `W -> X`, or waits out a commit in
-    /// flight and reports the branch that committed.
+    /// flight and reports the branch that committed. Acquire (both
+    /// outcomes): on `SYNCED`, pairs with the remote's Release store, so
+    /// `abandon` sees the payload. The Release half of the success orders
+    /// nothing anyone reads: a remote that then fails its CAS only learns
+    /// the record is stale.
     pub(crate) fn cancel(&self) -> Result<(), usize> {
         let mut step = 0;
         loop {
@@ -269,7 +295,7 @@ impl OpState {
 
     /// Remote, spinning while the owner holds `C`, then trying again.
     /// Returns `true` if it won (`BUSY(leaf)`), `false` if the record is stale.
-    pub(crate) fn commit_spinning(&self, leaf: usize) -> bool {
+    pub(super) fn commit_spinning(&self, leaf: usize) -> bool {
         let mut step = 0;
         loop {
             match self.try_commit(leaf) {

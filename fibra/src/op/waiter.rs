@@ -25,11 +25,22 @@
 //! the partner writes the payload, then `SYNCED` (Release), all before it
 //! releases the lock. The owner reads its slot and waker only after it saw
 //! `SYNCED` (Acquire), or under the lock while its record is still queued.
+//!
+//! # Committing a record
+//!
+//! A party holding a queue's lock commits a record of it in one way, for
+//! choices and plain records alike: it gets the record *won* — from
+//! [`WaitQueue::find_partner`] (no spinning: the seeker may hold its own
+//! claim) or from [`Waiter::win`] (for a record it popped itself; spins out
+//! an owner's `C`) — and ends the commit with [`Won::complete`], which moves
+//! the payload and then stores `SYNCED`. The paths into a commit, owner's
+//! included, are tabled at the top of `state.rs`.
 
 use super::state::{Commit, OpState, Seen};
 use crate::loom::spin_wait;
 use std::collections::VecDeque;
 use std::ptr::NonNull;
+use std::task::Waker;
 
 /// The `leaf` of a plain record (module docs).
 const PLAIN: usize = usize::MAX;
@@ -59,16 +70,24 @@ impl<S> Waiter<S> {
         }
     }
 
-    pub(crate) fn leaf(&self) -> usize {
+    #[cfg(test)]
+    fn leaf(&self) -> usize {
         self.leaf
     }
 
     /// Commits this record with the outcome its slot already holds (a
     /// closing resource, a fired timer); `None` if it was stale. Returns the
     /// owner's waker, to be woken after every lock is released.
-    pub(crate) fn commit(self) -> Option<std::task::Waker> {
+    pub(crate) fn commit(self) -> Option<Waker> {
+        self.win()?.complete(|_| {})
+    }
+
+    /// Wins a record its caller took out of its queue (under the queue's
+    /// lock), waiting out an owner's claim: `None` if the record is stale.
+    /// The seeker holds no claim of its own here (it may spin).
+    pub(crate) fn win(self) -> Option<Won<S>> {
         if self.is_plain() || self.op().commit_spinning(self.leaf) {
-            self.finish()
+            Some(Won(self))
         } else {
             None
         }
@@ -79,11 +98,9 @@ impl<S> Waiter<S> {
         self.leaf == PLAIN
     }
 
-    /// Completes the commit of a record won by `find_partner`, once the
-    /// payload is in place: `SYNCED`. Returns the owner's waker, to be woken
-    /// after every lock is released.
-    #[must_use = "the owner must be woken"]
-    pub(crate) fn finish(&self) -> Option<std::task::Waker> {
+    /// The end of a won commit, once the payload is in place: `SYNCED`.
+    #[inline]
+    fn finish(&self) -> Option<Waker> {
         if self.is_plain() {
             self.op().finish_plain()
         } else {
@@ -110,7 +127,7 @@ impl<S> Waiter<S> {
     }
 
     /// The record's opstate.
-    pub(crate) fn op(&self) -> &OpState {
+    fn op(&self) -> &OpState {
         // SAFETY: records are read only under their queue's lock, and the
         // owner removes its records under that lock before freeing the
         // opstate (module docs of `state.rs`).
@@ -118,8 +135,9 @@ impl<S> Waiter<S> {
     }
 
     /// The record's payload slot. Only the party that won the commit
-    /// (opstate `BUSY(leaf)`) may touch the payload inside.
-    pub(crate) fn slot(&self) -> &S {
+    /// (opstate `BUSY(leaf)`, or a plain record taken out under the lock)
+    /// may touch the payload inside: see [`Won::complete`].
+    fn slot(&self) -> &S {
         // SAFETY: as for `op`: the slot lives in the same pinned perform.
         unsafe { self.slot.as_ref() }
     }
@@ -130,6 +148,43 @@ impl<S> Waiter<S> {
 
     fn belongs_to(&self, op: Option<*const OpState>) -> bool {
         op.is_some_and(|op| std::ptr::eq(self.op.as_ptr(), op))
+    }
+}
+
+/// A record whose commit its holder won (`BUSY(leaf)` on a choice's
+/// opstate; for a plain record, taking it out of the queue under the lock),
+/// removed from its queue: the payload is the holder's to move, and
+/// [`complete`](Won::complete) is the one way to end the commit (dropping
+/// it instead would leave its owner waiting for ever).
+#[must_use = "a won record must be completed, or its owner waits for ever"]
+pub(crate) struct Won<S>(Waiter<S>);
+
+impl<S> Won<S> {
+    /// The end of every remote commit, in this order: `deliver` moves the
+    /// payload through the record's slot (it holds the slot's access right,
+    /// `slot.rs`), then the opstate becomes `SYNCED` (Release, pairing with
+    /// the owner's Acquire load, so the owner sees the payload). Returns the
+    /// owner's waker, to be woken after every lock is released.
+    #[inline]
+    #[must_use = "the owner must be woken"]
+    pub(crate) fn complete(self, deliver: impl FnOnce(&S)) -> Option<Waker> {
+        deliver(self.slot());
+        self.finish()
+    }
+
+    /// `complete` in two halves, for the channel's send and receive (the hot
+    /// path, where the closure form costs instructions): the slot, which
+    /// the holder may touch until it calls [`finish`](Won::finish)...
+    #[inline]
+    pub(crate) fn slot(&self) -> &S {
+        self.0.slot()
+    }
+
+    /// ...and the end of the commit: `SYNCED`, returning the owner's waker.
+    #[inline]
+    #[must_use = "the owner must be woken"]
+    pub(crate) fn finish(self) -> Option<Waker> {
+        self.0.finish()
     }
 }
 
@@ -283,9 +338,10 @@ impl<'a> Seeker<'a> {
 
 /// What a search for a partner found.
 pub(crate) enum Found<S> {
-    /// A partner, removed from the queue, whose opstate we moved to
-    /// `BUSY(leaf)`. If the seeker has `me`, it now holds `C` on it.
-    Partner(Waiter<S>),
+    /// A partner, removed from the queue, whose commit we won (its opstate
+    /// is `BUSY(leaf)`, or it is a plain record). If the seeker has `me`, it
+    /// now holds `C` on it.
+    Partner(Won<S>),
     /// No partner that can commit now.
     Nobody,
     /// The seeker's own opstate left `W`: another of its branches committed.
@@ -358,7 +414,7 @@ impl<S> WaitQueue<S> {
                 }
                 if w.try_commit() == Commit::Won {
                     let w = self.records.pop_front().expect("the front record");
-                    return Found::Partner(w);
+                    return Found::Partner(Won(w));
                 }
                 // Stale or claimed: the full search deals with it.
                 seeker.unclaim();
@@ -382,7 +438,7 @@ impl<S> WaitQueue<S> {
                 return Found::SelfSynced;
             }
             match w.try_commit() {
-                Commit::Won => return Found::Partner(self.take(i)),
+                Commit::Won => return Found::Partner(Won(self.take(i))),
                 Commit::Stale => {
                     seeker.unclaim();
                     self.take(i);
@@ -406,7 +462,7 @@ impl<S> WaitQueue<S> {
 
     /// Commits every committable record with the given outcome left in their
     /// slots (a closing resource), returning the wakers to wake after unlock.
-    pub(crate) fn commit_all(&mut self, wakers: &mut Vec<std::task::Waker>) {
+    pub(crate) fn commit_all(&mut self, wakers: &mut Vec<Waker>) {
         wakers.extend(self.records.drain().filter_map(Waiter::commit));
     }
 }

@@ -1,8 +1,7 @@
 //! loom models of AND/OR waiting racing the resources it waits on. Run with
 //! `RUSTFLAGS="--cfg loom" cargo test -p fibra --release --lib loom_`.
 
-use crate::chan::loom_models::model;
-use crate::loom::{Arc, thread};
+use crate::loom::{Arc, model, thread};
 use crate::{IVar, Op, WaitUntil, bounded};
 
 #[test]

@@ -71,7 +71,9 @@ impl<T> IVar<T> {
     /// Fills the variable and wakes every waiting get. A variable is written
     /// once: a second `put` returns its value in `Err`.
     pub fn put(&self, value: T) -> Result<(), T> {
-        // Acquire on failure is not needed: we only learn we lost.
+        // Acquire on success keeps the value's write after the claim (the
+        // Release store of `FULL` below is what publishes it). Acquire on
+        // failure is not needed: we only learn we lost.
         if self
             .state
             .compare_exchange(EMPTY, WRITING, Ordering::Acquire, Ordering::Relaxed)
@@ -92,6 +94,7 @@ impl<T> IVar<T> {
 
     /// The value, if the variable is full.
     pub fn get_ref(&self) -> Option<&T> {
+        // Acquire: pairs with `put`'s Release store of `FULL`.
         if self.state.load(Ordering::Acquire) == FULL {
             // SAFETY: FULL (seen with Acquire): written and never written
             // again, so a shared reference lives as long as `self`.
@@ -103,6 +106,8 @@ impl<T> IVar<T> {
 
     /// Whether the variable is full.
     pub fn is_full(&self) -> bool {
+        // Acquire: as in `get_ref`, so a caller that then reads sees the
+        // value.
         self.state.load(Ordering::Acquire) == FULL
     }
 }
@@ -157,6 +162,8 @@ impl<T> Default for IVar<T> {
 
 impl<T> Drop for IVar<T> {
     fn drop(&mut self) {
+        // Acquire: as in `get_ref` (with `&mut self` the borrow already
+        // orders the write before us; the Acquire costs nothing on x86).
         if self.state.load(Ordering::Acquire) == FULL {
             // SAFETY: FULL: initialised, and we are the last owner.
             self.value.with_mut(|v| unsafe { (*v).assume_init_drop() });
@@ -185,7 +192,7 @@ pub struct GetOp<'a, T> {
 impl<T> Sealed for GetOp<'_, T> {}
 
 impl<'a, T: Clone> GetOp<'a, T> {
-    fn parts(self: Pin<&mut Self>) -> (&'a IVar<T>, &(), &mut Option<Registration>) {
+    fn project(self: Pin<&mut Self>) -> (&'a IVar<T>, &(), &mut Option<Registration>) {
         // SAFETY: nothing is moved out; `published` is not structurally
         // pinned and the slot is only pointed at.
         let this = unsafe { self.get_unchecked_mut() };
@@ -204,7 +211,7 @@ impl<T: Clone> Op for GetOp<'_, T> {
     }
 
     fn block(self: Pin<&mut Self>, cx: BlockCx<'_>) {
-        let (ivar, slot, published) = self.parts();
+        let (ivar, slot, published) = self.project();
         let mut q = ivar.waiters.lock();
         if ivar.is_full() {
             if cx.state.claim().is_ok() {
@@ -216,17 +223,17 @@ impl<T: Clone> Op for GetOp<'_, T> {
     }
 
     fn finish(self: Pin<&mut Self>, _leaf: usize) -> T {
-        let (ivar, _, published) = self.parts();
+        let (ivar, _, published) = self.project();
         *published = None;
         ivar.try_get().expect("a committed get sees the value")
     }
 
     fn abandon(self: Pin<&mut Self>, _leaf: usize) {
-        *self.parts().2 = None;
+        *self.project().2 = None;
     }
 
     fn withdraw(self: Pin<&mut Self>) {
-        let (ivar, _, published) = self.parts();
+        let (ivar, _, published) = self.project();
         if let Some(reg) = published.take() {
             ivar.waiters.lock().remove(reg);
         }

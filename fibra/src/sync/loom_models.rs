@@ -1,8 +1,7 @@
 //! loom models of the `MVar`, `Notify` and `Mutex`. Run with
 //! `RUSTFLAGS="--cfg loom" cargo test -p fibra --release --lib loom_sync`.
 
-use crate::chan::loom_models::model;
-use crate::loom::{Arc, AtomicUsize, Ordering, thread};
+use crate::loom::{Arc, AtomicUsize, Ordering, model, thread};
 use crate::{MVar, Mutex, Notify, Op, bounded, choose};
 use std::future::Future;
 use std::pin::pin;

@@ -24,7 +24,7 @@
 //!   needed.
 //! * The data is handed on with release/acquire: to a lock-free taker
 //!   through `state` (Release clear, Acquire set), to a queued locker
-//!   through its opstate (`finish_remote` stores `SYNCED` with Release after
+//!   through its opstate (`Won::complete` stores `SYNCED` with Release after
 //!   the owner's last access; the perform loads it with Acquire before it
 //!   makes the guard).
 //! * A record committed by `unlock_slow` owns the lock; a perform dropped
@@ -246,11 +246,11 @@ impl<T> Mutex<T> {
             let mut waker = None;
             let mut handed = false;
             while let Some(w) = q.pop_front() {
-                if w.op().commit_spinning(w.leaf()) {
+                if let Some(won) = w.win() {
                     // The lock is now that perform's; `LOCKED` stays set.
-                    // Release (in `finish_remote`) orders our accesses to the
-                    // data before the new owner's.
-                    waker = w.op().finish_remote(w.leaf());
+                    // Release (the `SYNCED` store in `complete`) orders our
+                    // accesses to the data before the new owner's.
+                    waker = won.complete(|()| {});
                     handed = true;
                     break;
                 }
@@ -386,7 +386,7 @@ pub struct LockOp<'a, T> {
 }
 
 impl<'a, T> LockOp<'a, T> {
-    fn parts(self: Pin<&mut Self>) -> (&'a Mutex<T>, &(), &mut Option<Registration>) {
+    fn project(self: Pin<&mut Self>) -> (&'a Mutex<T>, &(), &mut Option<Registration>) {
         // SAFETY: nothing is moved out; `published` is not structurally
         // pinned and the slot is only pointed at.
         let this = unsafe { self.get_unchecked_mut() };
@@ -408,7 +408,7 @@ impl<'a, T> Op for LockOp<'a, T> {
     }
 
     fn block(self: Pin<&mut Self>, cx: BlockCx<'_>) {
-        let (mutex, slot, published) = self.parts();
+        let (mutex, slot, published) = self.project();
         let mut q = mutex.waiters.lock();
         let reg = q.publish(cx, slot);
         // An RMW, so it reads the latest value of the word: it cannot miss
@@ -440,7 +440,7 @@ impl<'a, T> Op for LockOp<'a, T> {
     }
 
     fn finish(self: Pin<&mut Self>, _leaf: usize) -> Self::Output {
-        let (mutex, _, published) = self.parts();
+        let (mutex, _, published) = self.project();
         // Whoever committed us removed our record (the owner that handed
         // the lock over, or our own retry).
         *published = None;
@@ -448,14 +448,14 @@ impl<'a, T> Op for LockOp<'a, T> {
     }
 
     fn abandon(self: Pin<&mut Self>, _leaf: usize) {
-        let (mutex, _, published) = self.parts();
+        let (mutex, _, published) = self.project();
         *published = None;
         // The lock was handed to us and nobody will use it: hand it on.
         mutex.unlock();
     }
 
     fn withdraw(self: Pin<&mut Self>) {
-        let (mutex, _, published) = self.parts();
+        let (mutex, _, published) = self.project();
         if let Some(reg) = published.take() {
             let mut q = mutex.waiters.lock();
             q.remove(reg);

@@ -4,7 +4,7 @@
 //!
 //! An mvar *is* a channel of capacity one seen from both ends at once: a put
 //! is a send that waits for room, a take a receive that waits for a value.
-//! Every property the mvar needs, the channel core (`chan/core.rs`) already
+//! Every property the mvar needs, the channel core (`chan/meeting.rs`) already
 //! has, and its loom models check it:
 //!
 //! * **hand-off**: a put that finds a blocked take gives it the value

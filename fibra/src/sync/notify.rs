@@ -21,8 +21,8 @@
 //!   becomes the permit. A losing wait never consumes a notification.
 //! * No waker is woken while the lock is held.
 
-use crate::chan::core::{Slot, put, take};
 use crate::loom::{AtomicBool, Lock, Ordering, UnsafeCell};
+use crate::op::slot::{Slot, put, take};
 use crate::op::waiter::{Registration, WaitQueue};
 use crate::op::{BlockCx, Op, sealed::Sealed};
 use std::fmt;
@@ -107,11 +107,9 @@ impl Notify {
             let mut waker = None;
             let mut served = false;
             while let Some(w) = q.pop_front() {
-                if w.op().commit_spinning(w.leaf()) {
-                    // SAFETY: we won the waiter's opstate (`BUSY`): its
-                    // slot is ours until `finish_remote`.
-                    unsafe { put(w.slot(), ()) };
-                    waker = w.op().finish_remote(w.leaf());
+                if let Some(won) = w.win() {
+                    // SAFETY: `complete` gives us the waiter's slot.
+                    waker = won.complete(|slot| unsafe { put(slot, ()) });
                     served = true;
                     break;
                 }
@@ -259,7 +257,7 @@ unsafe impl Send for NotifiedOp<'_> {}
 unsafe impl Sync for NotifiedOp<'_> {}
 
 impl<'a> NotifiedOp<'a> {
-    fn parts(self: Pin<&mut Self>) -> (&'a Notify, &Slot<()>, &mut Option<Registration>) {
+    fn project(self: Pin<&mut Self>) -> (&'a Notify, &Slot<()>, &mut Option<Registration>) {
         // SAFETY: the slot stays pinned (shared reference only); `published`
         // is not structurally pinned.
         let this = unsafe { self.get_unchecked_mut() };
@@ -280,7 +278,7 @@ impl Op for NotifiedOp<'_> {
     }
 
     fn block(self: Pin<&mut Self>, cx: BlockCx<'_>) {
-        let (notify, slot, published) = self.parts();
+        let (notify, slot, published) = self.project();
         let mut q = notify.waiters.lock();
         let reg = q.publish(cx, slot);
         // Relaxed: the permit is set only under the lock we hold, so this
@@ -305,7 +303,7 @@ impl Op for NotifiedOp<'_> {
     }
 
     fn finish(self: Pin<&mut Self>, _leaf: usize) {
-        let (_, slot, published) = self.parts();
+        let (_, slot, published) = self.project();
         *published = None;
         // SAFETY: `SYNCED`: the slot is ours again. Cleared so a stale value
         // cannot outlive the perform.
@@ -313,7 +311,7 @@ impl Op for NotifiedOp<'_> {
     }
 
     fn abandon(self: Pin<&mut Self>, _leaf: usize) {
-        let (notify, slot, published) = self.parts();
+        let (notify, slot, published) = self.project();
         *published = None;
         // SAFETY: `SYNCED`: the slot is ours again.
         if unsafe { take(slot) }.is_some() {
@@ -323,7 +321,7 @@ impl Op for NotifiedOp<'_> {
     }
 
     fn withdraw(self: Pin<&mut Self>) {
-        let (notify, _, published) = self.parts();
+        let (notify, _, published) = self.project();
         if let Some(reg) = published.take() {
             notify.waiters.lock().remove(reg);
         }

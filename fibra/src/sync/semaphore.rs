@@ -16,8 +16,8 @@
 //!   serves the queue, or the acquire's last look sees the new permits.
 //! * No waker is woken while the lock is held.
 
-use crate::chan::core::{Slot, put, take};
 use crate::loom::{AtomicBool, AtomicUsize, Lock, Ordering, UnsafeCell, fence};
+use crate::op::slot::{Slot, put, take};
 use crate::op::waiter::{Registration, WaitQueue};
 use crate::op::{BlockCx, Op, sealed::Sealed};
 use std::fmt;
@@ -122,6 +122,7 @@ impl Semaphore {
 
     /// Whether [`close`](Semaphore::close) was called.
     pub fn is_closed(&self) -> bool {
+        // Acquire: pairs with `close`'s Release half.
         self.permits.load(Ordering::Acquire) & CLOSED != 0
     }
 
@@ -230,6 +231,9 @@ impl Semaphore {
     /// assert!(sem.acquire_blocking().is_err());
     /// ```
     pub fn close(&self) {
+        // AcqRel: Release orders what the closer did before closing before
+        // an Acquire reader of `CLOSED` (`is_closed`, `take_permit`); Acquire
+        // keeps the release sequence of earlier permits intact for them.
         self.permits.fetch_or(CLOSED, Ordering::AcqRel);
         let mut wakers = Vec::new();
         {
@@ -250,6 +254,9 @@ impl Semaphore {
             if cur < ONE {
                 return Taken::No;
             }
+            // Acquire (both outcomes): as for the load above. The Release
+            // half orders nothing the protocol relies on; an RMW continues
+            // the release sequence of `release`'s add whatever its ordering.
             match self.permits.compare_exchange_weak(
                 cur,
                 cur - ONE,
@@ -284,13 +291,14 @@ impl Semaphore {
                         break;
                     }
                 }
-                if w.op().commit_spinning(w.leaf()) {
-                    // SAFETY: we won the acquirer's opstate (`BUSY`).
-                    unsafe { put(w.slot(), ()) };
-                    wakers.extend(w.op().finish_remote(w.leaf()));
+                if let Some(won) = w.win() {
+                    // SAFETY: `complete` gives us the acquirer's slot.
+                    wakers.extend(won.complete(|slot| unsafe { put(slot, ()) }));
                 } else {
                     // A stale record (its perform committed elsewhere or was
-                    // dropped): the permit goes back to the pool.
+                    // dropped): the permit goes back to the pool. Release,
+                    // like `release`'s add: pairs with the Acquire of the
+                    // next `take_permit`.
                     self.permits.fetch_add(ONE, Ordering::Release);
                 }
             }
@@ -364,7 +372,7 @@ unsafe impl Send for AcquireOp<'_> {}
 unsafe impl Sync for AcquireOp<'_> {}
 
 impl<'a> AcquireOp<'a> {
-    fn parts(self: Pin<&mut Self>) -> (&'a Semaphore, &Slot<()>, &mut Option<Registration>) {
+    fn project(self: Pin<&mut Self>) -> (&'a Semaphore, &Slot<()>, &mut Option<Registration>) {
         // SAFETY: the slot stays pinned (shared reference only); `published`
         // is not structurally pinned.
         let this = unsafe { self.get_unchecked_mut() };
@@ -390,7 +398,7 @@ impl<'a> Op for AcquireOp<'a> {
     }
 
     fn block(self: Pin<&mut Self>, cx: BlockCx<'_>) {
-        let (sem, slot, published) = self.parts();
+        let (sem, slot, published) = self.project();
         let mut q = sem.waiters.lock();
         let reg = q.publish(cx, slot);
         sem.waiting.store(true, Ordering::Relaxed);
@@ -416,7 +424,7 @@ impl<'a> Op for AcquireOp<'a> {
     }
 
     fn finish(self: Pin<&mut Self>, _leaf: usize) -> Self::Output {
-        let (sem, slot, published) = self.parts();
+        let (sem, slot, published) = self.project();
         *published = None;
         // SAFETY: `SYNCED`: the slot is ours again.
         match unsafe { take(slot) } {
@@ -426,7 +434,7 @@ impl<'a> Op for AcquireOp<'a> {
     }
 
     fn abandon(self: Pin<&mut Self>, _leaf: usize) {
-        let (sem, slot, published) = self.parts();
+        let (sem, slot, published) = self.project();
         *published = None;
         // SAFETY: `SYNCED`: the slot is ours again.
         if unsafe { take(slot) }.is_some() {
@@ -435,7 +443,7 @@ impl<'a> Op for AcquireOp<'a> {
     }
 
     fn withdraw(self: Pin<&mut Self>) {
-        let (sem, _, published) = self.parts();
+        let (sem, _, published) = self.project();
         if let Some(reg) = published.take() {
             sem.dequeue(&mut sem.waiters.lock(), reg);
         }

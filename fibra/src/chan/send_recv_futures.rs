@@ -33,10 +33,11 @@
 //!   was not sent (its value drops with it); a receive dropped after a
 //!   sender committed to it gives the value back to the channel.
 
-use super::core::{Chan, Received, Sent, Slot, State, take};
+use super::meeting::{Chan, Received, Sent, State};
 use super::ops::wake;
 use super::{RecvError, SendError};
 use crate::loom::UnsafeCell;
+use crate::op::slot::{Slot, take};
 use crate::op::state::{OpState, Seen};
 use crate::op::waiter::{Registration, Seeker, WaitQueue};
 use std::future::Future;
@@ -113,7 +114,7 @@ impl<'a, T> Wait<'a, T> {
         let this = unsafe { self.get_unchecked_mut() };
         match this.phase {
             Phase::Fresh => {
-                if !crate::rt::budget::consume() {
+                if !crate::coop::consume() {
                     // Out of budget on a fibra worker: let the others run.
                     cx.waker().wake_by_ref();
                     return Poll::Pending;

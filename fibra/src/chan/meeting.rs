@@ -23,54 +23,32 @@
 //! receives one. A slot is touched only by its owner while the owner's opstate
 //! is unpublished or claimed (`C`), or by the remote party that won the
 //! owner's record (moved its opstate to `BUSY`, or, for a plain wait's
-//! record, took it out of the queue under the lock: `plain.rs`) — never by
+//! record, took it out of the queue under the lock: `send_recv_futures.rs`) — never by
 //! two at once.
 
 use crate::loom::{AtomicUsize, Lock, LockGuard, Ordering, UnsafeCell};
+use crate::op::slot::{Slot, put, take};
 use crate::op::state::OpState;
 use crate::op::waiter::{Found, Seeker, WaitQueue};
 use std::collections::VecDeque;
 use std::task::Waker;
 
-/// A leaf's payload slot.
-pub(crate) type Slot<T> = UnsafeCell<Option<T>>;
-
-/// Takes the value out of a slot.
-///
-/// # Safety
-///
-/// The caller has the slot's access right (module docs).
-pub(crate) unsafe fn take<T>(slot: &Slot<T>) -> Option<T> {
-    // SAFETY: exclusive access is the caller's contract.
-    slot.with_mut(|p| unsafe { (*p).take() })
-}
-
-/// Puts a value into a slot.
-///
-/// # Safety
-///
-/// The caller has the slot's access right (module docs).
-pub(crate) unsafe fn put<T>(slot: &Slot<T>, value: T) {
-    // SAFETY: exclusive access is the caller's contract.
-    slot.with_mut(|p| unsafe { *p = Some(value) });
-}
-
 pub(crate) struct State<T> {
     buf: VecDeque<T>,
     pub(crate) sendq: WaitQueue<Slot<T>>,
     pub(crate) recvq: WaitQueue<Slot<T>>,
-    /// `hint::TX_GONE` / `hint::RX_GONE`, set once each: kept in the
-    /// hint's own bits so the unlock copies them in one go.
+    /// `readiness::TX_GONE` / `readiness::RX_GONE`, set once each: kept in the
+    /// readiness word's own bits so the unlock copies them in one go.
     gone: usize,
 }
 
 impl<T> State<T> {
     fn tx_gone(&self) -> bool {
-        self.gone & hint::TX_GONE != 0
+        self.gone & readiness::TX_GONE != 0
     }
 
     fn rx_gone(&self) -> bool {
-        self.gone & hint::RX_GONE != 0
+        self.gone & readiness::RX_GONE != 0
     }
 }
 
@@ -99,11 +77,11 @@ pub(crate) enum Received {
     SelfSynced,
 }
 
-/// Bits of `Chan::hint`: a summary of `State`, stored (Relaxed) at every
-/// unlock, read lock-free by the optimistic phase to skip the lock when no
-/// partner can be there. A stale "nobody" is harmless: the block phase
+/// Bits of `Chan::readiness`: a summary of `State`, stored (Relaxed) at
+/// every unlock, read lock-free by the optimistic phase to skip the lock
+/// when no partner can be there. A stale "nobody" is harmless: the block phase
 /// retries under the lock.
-pub(crate) mod hint {
+pub(crate) mod readiness {
     pub(crate) const SENDERS_WAITING: usize = 1;
     pub(crate) const RECEIVERS_WAITING: usize = 2;
     pub(crate) const BUFFERED: usize = 4;
@@ -116,7 +94,7 @@ pub(crate) mod hint {
     pub(crate) const SEND_MAY: usize = RECEIVERS_WAITING | ROOM | RX_GONE;
 }
 
-/// The channel's lock guard: refreshes the hint before unlocking.
+/// The channel's lock guard: refreshes the readiness word before unlocking.
 pub(crate) struct Guard<'a, T> {
     st: LockGuard<'a, State<T>>,
     chan: &'a Chan<T>,
@@ -141,19 +119,20 @@ impl<T> Drop for Guard<'_, T> {
         let st = &*self.st;
         // Branch-free: this runs at every unlock.
         let h = st.gone
-            | (usize::from(!st.sendq.is_empty()) * hint::SENDERS_WAITING)
-            | (usize::from(!st.recvq.is_empty()) * hint::RECEIVERS_WAITING)
-            | (usize::from(!st.buf.is_empty()) * hint::BUFFERED)
-            | (usize::from(st.buf.len() < self.chan.cap) * hint::ROOM);
-        // Relaxed: a hint only; the lock orders everything that matters.
-        self.chan.hint.store(h, Ordering::Relaxed);
+            | (usize::from(!st.sendq.is_empty()) * readiness::SENDERS_WAITING)
+            | (usize::from(!st.recvq.is_empty()) * readiness::RECEIVERS_WAITING)
+            | (usize::from(!st.buf.is_empty()) * readiness::BUFFERED)
+            | (usize::from(st.buf.len() < self.chan.cap) * readiness::ROOM);
+        // Relaxed: a summary read only as a hint; the lock orders everything
+        // that matters.
+        self.chan.readiness.store(h, Ordering::Relaxed);
     }
 }
 
 pub(crate) struct Chan<T> {
     state: Lock<State<T>>,
-    /// See [`hint`].
-    hint: AtomicUsize,
+    /// See [`readiness`].
+    readiness: AtomicUsize,
     /// 0: rendezvous; `usize::MAX`: unbounded.
     cap: usize,
     /// Live `Sender` handles. The last one to go closes the channel.
@@ -172,7 +151,7 @@ impl<T> Chan<T> {
                 gone: 0,
             }),
             cap,
-            hint: AtomicUsize::new(if cap > 0 { hint::ROOM } else { 0 }),
+            readiness: AtomicUsize::new(if cap > 0 { readiness::ROOM } else { 0 }),
             senders: AtomicUsize::new(1),
             receivers: AtomicUsize::new(1),
         }
@@ -186,9 +165,9 @@ impl<T> Chan<T> {
     }
 
     /// Whether an operation whose partners are summarised by `mask` (see
-    /// [`hint`]) may commit now. `false` is a hint, `true` a maybe.
+    /// [`readiness`]) may commit now. `false` is a hint, `true` a maybe.
     pub(crate) fn may(&self, mask: usize) -> bool {
-        self.hint.load(Ordering::Relaxed) & mask != 0
+        self.readiness.load(Ordering::Relaxed) & mask != 0
     }
 
     pub(crate) fn capacity(&self) -> Option<usize> {
@@ -221,7 +200,8 @@ impl<T> Chan<T> {
         match st.recvq.find_partner(seeker) {
             Found::Partner(w) => {
                 // SAFETY: we claimed (or are unpublished), so `mine` is ours;
-                // we won the receiver's record (`find_partner`), so its slot is ours.
+                // we won the receiver's record, so its slot is ours until
+                // `finish`.
                 unsafe { put(w.slot(), take(mine).expect("sender's value")) };
                 return Sent::Done(w.finish());
             }
@@ -265,7 +245,8 @@ impl<T> Chan<T> {
         }
         match st.sendq.find_partner(seeker) {
             Found::Partner(w) => {
-                // SAFETY: claimed or unpublished (`mine`); won their record.
+                // SAFETY: claimed or unpublished (`mine`); we won the
+                // sender's record, so its slot is ours until `finish`.
                 unsafe { put(mine, take(w.slot()).expect("sender's value")) };
                 return Received::Done(w.finish());
             }
@@ -295,12 +276,11 @@ impl<T> Chan<T> {
             claim: false,
         };
         match st.sendq.find_partner(seeker) {
-            Found::Partner(w) => {
-                // SAFETY: we won the sender's record.
+            // SAFETY: `complete` gives us the sender's slot.
+            Found::Partner(w) => w.complete(|theirs| {
                 st.buf
-                    .push_back(unsafe { take(w.slot()) }.expect("sender's value"));
-                w.finish()
-            }
+                    .push_back(unsafe { take(theirs) }.expect("sender's value"));
+            }),
             Found::Nobody | Found::SelfSynced => None,
         }
     }
@@ -315,9 +295,10 @@ impl<T> Chan<T> {
             if st.rx_gone() {
                 None // undeliverable: dropped below, outside the lock
             } else if let Found::Partner(w) = st.recvq.find_partner(Seeker::FREE) {
-                // SAFETY: `slot` is ours; we won the receiver's record.
-                unsafe { put(w.slot(), take(&slot).expect("rescued value")) };
-                w.finish()
+                // SAFETY: `slot` is ours; `complete` gives us the receiver's.
+                w.complete(|theirs| unsafe {
+                    put(theirs, take(&slot).expect("rescued value"));
+                })
             } else {
                 // SAFETY: `slot` is a local nobody else sees.
                 st.buf
@@ -336,7 +317,7 @@ impl<T> Chan<T> {
         let mut wakers = Vec::new();
         {
             let mut st = self.lock();
-            st.gone |= hint::TX_GONE;
+            st.gone |= readiness::TX_GONE;
             st.recvq.commit_all(&mut wakers);
         }
         wakers.into_iter().for_each(Waker::wake);
@@ -349,7 +330,7 @@ impl<T> Chan<T> {
         let mut wakers = Vec::new();
         let buffered = {
             let mut st = self.lock();
-            st.gone |= hint::RX_GONE;
+            st.gone |= readiness::RX_GONE;
             st.sendq.commit_all(&mut wakers);
             std::mem::take(&mut st.buf)
         };
@@ -376,13 +357,16 @@ impl<T> Chan<T> {
         self.receivers.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// AcqRel: the last decrement must see every other handle's uses.
+    /// AcqRel (as `Arc`'s drop): Release orders this handle's uses before
+    /// its decrement; Acquire lets the last decrement, which closes the
+    /// channel, see every other handle's.
     pub(crate) fn remove_sender(&self) {
         if self.senders.fetch_sub(1, Ordering::AcqRel) == 1 {
             self.close_senders();
         }
     }
 
+    /// AcqRel: as in `remove_sender`.
     pub(crate) fn remove_receiver(&self) {
         if self.receivers.fetch_sub(1, Ordering::AcqRel) == 1 {
             self.close_receivers();
