@@ -45,11 +45,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod chan;
-// The cooperative budget's home is `coop.rs` (a copy of `rt/budget.rs`).
-// Until the runtime calls `crate::coop` itself and `rt/budget.rs` goes
-// (architecture issue: layers that point up), `crate::coop` names the
-// runtime's module, so the budget keeps one thread-local per thread.
-use rt::budget as coop;
+mod coop;
 mod loom;
 pub mod mailbox;
 pub mod op;
@@ -63,15 +59,14 @@ pub use chan::{
     Receiver, RecvError, RecvOp, SendError, SendOp, SendTimeoutError, Sender, TryRecvError,
     TrySendError, bounded, channel, unbounded,
 };
-pub use mailbox::{
-    Addr, Exit, Mailbox, Monitor, RecvTimeoutError, bounded_mailbox, mailbox, spawn_actor,
-};
+pub use mailbox::{Addr, Exit, Mailbox, Monitor, RecvTimeoutError, bounded_mailbox, mailbox};
 pub use op::{
     Always, BoxOp, Branches, Choose, Guard, Nack, Never, Op, Perform, WithNack, Wrap, always,
     block_on, choose, choose_biased, guard, never, seed_choice_rng, with_nack,
 };
 pub use rt::{
-    Builder, Handle, JoinError, JoinHandle, JoinOp, Runtime, run, spawn, spawn_blocking, yield_now,
+    Builder, Handle, JoinError, JoinHandle, JoinOp, Runtime, run, spawn, spawn_actor,
+    spawn_blocking, yield_now,
 };
 pub use select::{WaitUntil, choose_all};
 pub use sync::{

@@ -10,10 +10,6 @@ use std::future::Future;
 use std::pin::pin;
 use std::task::{Context, Poll, Waker};
 
-/// The runner, at its old path for `rt/loom_models.rs` until that file
-/// imports `crate::loom::model` (architecture issue: layers that point up).
-pub(crate) use crate::loom::model;
-
 #[test]
 fn loom_rendezvous_sender_and_receiver_arrive_together() {
     model(|| {

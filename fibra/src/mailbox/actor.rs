@@ -24,46 +24,6 @@ pub enum Exit {
     Closed,
 }
 
-/// Spawns a task on the current fibra runtime that owns a new mailbox, and
-/// returns the mailbox's address. `body` receives the [`Mailbox`] and
-/// returns the task's future; the task's output is discarded.
-///
-/// When the task ends — by returning, by panicking, or by being dropped —
-/// its mailbox closes (sends fail and hand their message back) and then
-/// [`Addr::exited_op`] becomes ready with the [`Exit`]. A panic is reported
-/// there and does not bring the runtime down. Tasks spawned with
-/// [`spawn`](crate::spawn) have no mailbox and pay nothing for this.
-///
-/// # Panics
-///
-/// Outside a fibra runtime; use [`Handle::spawn_actor`](crate::Handle::spawn_actor)
-/// there.
-///
-/// ```
-/// fibra::run(async {
-///     let echo = fibra::spawn_actor(|mut mb| async move {
-///         while let Some((text, reply)) = mb.recv().await {
-///             let reply: fibra::Addr<String> = reply;
-///             let _ = reply.send(text);
-///         }
-///     });
-///     let (me, mut inbox) = fibra::mailbox();
-///     echo.send(("hi".to_string(), me)).unwrap();
-///     assert_eq!(inbox.recv().await.as_deref(), Some("hi"));
-/// });
-/// ```
-pub fn spawn_actor<M, B, F>(body: B) -> Addr<M>
-where
-    M: Send + 'static,
-    B: FnOnce(Mailbox<M>) -> F,
-    F: Future + Send + 'static,
-    F::Output: Send + 'static,
-{
-    let (addr, fut) = actor(body);
-    drop(crate::rt::spawn(fut));
-    addr
-}
-
 /// Builds an actor's address and its task's future.
 pub(crate) fn actor<M, B, F>(body: B) -> (Addr<M>, Actor<F, M>)
 where

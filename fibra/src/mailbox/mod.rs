@@ -12,7 +12,7 @@
 //! [`Mailbox::recv_matching_op`]), so it composes with channels, timeouts and
 //! joins in a choice (Racket's `thread-receive-evt`).
 //!
-//! [`spawn_actor`] starts a task that owns a new mailbox and returns its
+//! [`spawn_actor`](crate::spawn_actor) starts a task that owns a new mailbox and returns its
 //! address; [`Addr::exited_op`] becomes ready when that task ends (Erlang's
 //! monitor), so a supervisor can wait for messages and deaths at once.
 //! [`mailbox`] makes a mailbox not tied to a task (for OS threads, or any
@@ -101,8 +101,8 @@ mod recv;
 #[cfg(all(test, loom))]
 mod loom_models;
 
+pub use actor::Exit;
 pub(crate) use actor::actor;
-pub use actor::{Exit, spawn_actor};
 pub use ops::{RecvMatchingOp, RecvOp, SendOp};
 pub use recv::Recv;
 
@@ -202,7 +202,7 @@ impl<M> Inner<M> {
 
 /// Creates a mailbox not tied to any task: its address and the receiving
 /// end. Use it from OS threads, from other executors, or to hand a task its
-/// inbox yourself ([`spawn_actor`] does this for you).
+/// inbox yourself ([`spawn_actor`](crate::spawn_actor) does this for you).
 ///
 /// ```
 /// let (addr, mut mb) = fibra::mailbox();

@@ -6,7 +6,7 @@ use super::park::Parker;
 use super::retained::WokenHint;
 use super::task::{AfterPoll, FutureCell, TaskState};
 use super::task_alloc::{FreeBlock, RemoteFree, next_of};
-use crate::chan::loom_models::model;
+use crate::loom::model;
 use crate::loom::{Arc, AtomicBool, AtomicUsize, Ordering, thread};
 use std::future::Future;
 

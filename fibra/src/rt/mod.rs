@@ -33,7 +33,6 @@
 //! `join.rs` (`JoinHandle` and its op).
 
 mod blocking;
-pub(crate) mod budget;
 mod builder;
 mod idle;
 mod join;
@@ -490,7 +489,7 @@ impl Handle {
     }
 
     /// Spawns a task that owns a new mailbox onto the runtime and returns
-    /// the mailbox's address; see [`spawn_actor`](crate::spawn_actor).
+    /// the mailbox's address; see [`spawn_actor`].
     ///
     /// ```
     /// let rt = fibra::Runtime::new().unwrap();
@@ -559,6 +558,51 @@ where
             "fibra::spawn called outside a fibra runtime; use Runtime::spawn or Handle::spawn"
         ),
     })
+}
+
+/// Spawns a task on the current fibra runtime that owns a new mailbox, and
+/// returns the mailbox's address. `body` receives the [`Mailbox`](crate::Mailbox) and
+/// returns the task's future; the task's output is discarded.
+///
+/// When the task ends — by returning, by panicking, or by being dropped —
+/// its mailbox closes (sends fail and hand their message back) and then
+/// [`Addr::exited_op`](crate::Addr::exited_op) becomes ready with the [`Exit`](crate::Exit). A panic is reported
+/// there and does not bring the runtime down. Tasks spawned with
+/// [`spawn`] have no mailbox and pay nothing for this.
+///
+/// # Panics
+///
+/// Outside a fibra runtime; use [`Handle::spawn_actor`](crate::Handle::spawn_actor)
+/// there.
+///
+/// ```
+/// fibra::run(async {
+///     let echo = fibra::spawn_actor(|mut mb| async move {
+///         while let Some((text, reply)) = mb.recv().await {
+///             let reply: fibra::Addr<String> = reply;
+///             let _ = reply.send(text);
+///         }
+///     });
+///     let (me, mut inbox) = fibra::mailbox();
+///     echo.send(("hi".to_string(), me)).unwrap();
+///     assert_eq!(inbox.recv().await.as_deref(), Some("hi"));
+/// });
+/// ```
+pub fn spawn_actor<M, B, F>(body: B) -> crate::Addr<M>
+where
+    M: Send + 'static,
+    B: FnOnce(crate::Mailbox<M>) -> F,
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let (addr, fut) = crate::mailbox::actor(body);
+    with_current(|ctx| match ctx {
+        Some(ctx) => drop(ctx.shared.spawn(fut)),
+        None => {
+            panic!("fibra::spawn_actor called outside a fibra runtime; use Handle::spawn_actor")
+        }
+    });
+    addr
 }
 
 /// Runs `future` on a new multi-thread runtime with default settings and

@@ -80,7 +80,7 @@ fn hint_retainer(task: &TaskRef) {
 /// Refused at shutdown: the registry's reference lets the drain cancel it.
 #[inline]
 pub(crate) fn requeue(task: TaskRef) {
-    if crate::rt::budget::exhausted() {
+    if crate::coop::exhausted() {
         Shared::schedule_budget_yield(task);
     } else {
         let _ = Shared::schedule_yield(task);

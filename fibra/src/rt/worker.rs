@@ -38,10 +38,10 @@
 //!   inside a section (`private`), and the loop is inside one except while
 //!   it polls (`outside`).
 
+use super::Shared;
 use super::rescue::{QUIET_TICKS, TICK, Watch};
 use super::retained::Retained;
 use super::task::{IdleRun, TaskRef};
-use super::{Shared, budget};
 use crossbeam_deque::{Steal, Worker as Deque};
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
@@ -462,7 +462,7 @@ impl WorkerCtx {
     /// Runs one task turn.
     #[inline(always)]
     fn run_task(&self, task: TaskRef) {
-        budget::reset();
+        crate::coop::reset();
         let idle = self.outside(|| task.run());
         if idle.is_none() && self.retained.is_empty() {
             // Nothing to retain or release (a hint can only be stale): a
@@ -526,7 +526,7 @@ impl WorkerCtx {
                 if searching {
                     self.shared.idle.stop_searching();
                 }
-                budget::unlimited();
+                crate::coop::unlimited();
                 return;
             }
             if self.backlog_since.get().is_some() && self.tick.get() % CHECK_EVERY == 0 {
