@@ -75,7 +75,7 @@ impl fmt::Display for Params {
 /// A workload with fixed parameters: the work every system must do.
 #[derive(Clone, Debug)]
 pub struct Spec {
-    /// BENCHMARKS.md group (`general`, `fibers`, ...).
+    /// docs/benchmarks.md group (`general`, `fibers`, ...).
     pub group: &'static str,
     /// Workload name, lower-case-with-dashes.
     pub workload: &'static str,

@@ -3,7 +3,7 @@
 //! Runs every selected workload on fibra and on its peers in one run, prints
 //! a table with ratios on stdout (progress on stderr) and writes
 //! `target/fibra-bench/report.json` and one SVG bar chart per group
-//! (`target/fibra-bench/<group>.svg`). See `--help` and BENCHMARKS.md.
+//! (`target/fibra-bench/<group>.svg`). See `--help` and docs/benchmarks.md.
 
 mod case;
 mod cli;

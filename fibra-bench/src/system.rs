@@ -4,7 +4,7 @@ use std::fmt;
 
 /// One way of running a workload: fibra in some execution context, or a peer.
 ///
-/// Names follow BENCHMARKS.md: a system name plus a suffix for the variant
+/// Names follow docs/benchmarks.md: a system name plus a suffix for the variant
 /// (`fibra-threads` is fibra's channels used from plain OS threads).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum System {

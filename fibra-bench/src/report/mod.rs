@@ -70,7 +70,7 @@ pub struct Report {
     pub rows: Vec<Row>,
     /// Why some rows were skipped, one line per reason.
     pub skipped: Vec<String>,
-    /// BENCHMARKS.md workloads not implemented yet, per group.
+    /// docs/benchmarks.md workloads not implemented yet, per group.
     pub not_yet: Vec<(&'static str, Vec<&'static str>)>,
 }
 
@@ -88,7 +88,7 @@ impl Report {
         }
     }
 
-    /// The report in the shape BENCHMARKS.md fixes (plus extra fields).
+    /// The report in the shape docs/benchmarks.md fixes (plus extra fields).
     pub fn to_json(&self) -> Value {
         let results: Vec<Value> = self
             .rows

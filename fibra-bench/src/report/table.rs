@@ -112,7 +112,7 @@ pub fn render_missing(report: &Report) -> String {
     if !report.not_yet.is_empty() {
         writeln!(
             out,
-            "not yet (BENCHMARKS.md workloads without an implementation):"
+            "not yet (docs/benchmarks.md workloads without an implementation):"
         )
         .unwrap();
         for (group, names) in &report.not_yet {

@@ -1,5 +1,5 @@
 //! The `cforall` group's future benchmarks (Cforall's `waituntil` paper,
-//! `cforall-waituntil.txt`, "Future Benchmark"): `futures-or`,
+//! the Cforall `waituntil` paper, "Future Benchmark"): `futures-or`,
 //! `futures-and`, `futures-and-or`, `futures-or-and`.
 //!
 //! A server fulfils three futures A, B and C, in that order, and a client

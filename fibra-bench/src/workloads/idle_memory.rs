@@ -14,7 +14,7 @@
 //! driver's own arrays (senders, join handles) are allocated and touched
 //! before the first reading, so they are not counted. Resident memory comes
 //! from `/proc/self/statm` (Linux); elsewhere the rows are skipped.
-//! BENCHMARKS.md says 1M tasks; a full run uses 200,000 (see [`NOTE`]).
+//! docs/benchmarks.md says 1M tasks; a full run uses 200,000 (see [`NOTE`]).
 
 use std::future::{Future, poll_fn};
 use std::path::Path;
@@ -42,7 +42,7 @@ const MEASURED: &[&str] = &["bytes_per_task"];
 const NOTE: &str = "idle-memory: every run in a fresh process; bytes_per_task = growth of \
      resident memory (/proc/self/statm) with all tasks parked, per task, channel included \
      (fibra: rendezvous channel, tokio: oneshot, go: unbuffered chan); scaled down from 1M tasks \
-     (BENCHMARKS.md) to 200k, so that a run stays under ~1 s on this 2-core machine";
+     (docs/benchmarks.md) to 200k, so that a run stays under ~1 s on this 2-core machine";
 
 /// The rows.
 pub fn cases(config: &Config) -> Vec<Case> {

@@ -82,7 +82,7 @@ pub fn run_child(args: &[String]) -> Result<String, String> {
     }
 }
 
-/// Every workload BENCHMARKS.md asks for, by group.
+/// Every workload docs/benchmarks.md asks for, by group.
 const CATALOGUE: &[(&str, &[&str])] = &[
     (
         "fibers",
@@ -133,7 +133,7 @@ const CATALOGUE: &[(&str, &[&str])] = &[
     ),
 ];
 
-/// Every group of BENCHMARKS.md, in catalogue order.
+/// Every group of docs/benchmarks.md, in catalogue order.
 pub fn groups() -> Vec<&'static str> {
     CATALOGUE.iter().map(|&(group, _)| group).collect()
 }

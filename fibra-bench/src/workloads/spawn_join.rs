@@ -7,7 +7,7 @@
 //! value to the root, which receives them in any order) or Racket (each
 //! thread stores its value in a vector; `thread-wait` in spawn order).
 //!
-//! BENCHMARKS.md says 1M tasks; a full run uses 200,000 (see [`NOTE`]).
+//! docs/benchmarks.md says 1M tasks; a full run uses 200,000 (see [`NOTE`]).
 
 use crate::case::{Case, Params, Runner, Spec};
 use crate::exec::{fibra_rows, tokio_join_sum};
@@ -15,11 +15,11 @@ use crate::system::System;
 use crate::workloads::Config;
 use crate::workloads::task_rows::{PeerNotes, task_rows};
 
-/// Why the task count is not BENCHMARKS.md's (a macro, so that the peers'
+/// Why the task count is not docs/benchmarks.md's (a macro, so that the peers'
 /// notes can repeat it).
 macro_rules! scaled_note {
     () => {
-        "spawn-join: scaled down from 1M tasks (BENCHMARKS.md) to 200k, \
+        "spawn-join: scaled down from 1M tasks (docs/benchmarks.md) to 200k, \
          so that a run stays under ~1 s on this 2-core machine"
     };
 }

@@ -1,5 +1,5 @@
 //! The `racket` group: the micro-benchmarks of Racket's thread mailboxes
-//! (`mbox-test.ss`, 2008; `racket-thread-mailboxes.txt`), each run for
+//! (`mbox-test.ss`, from Racket's 2008 post on thread mailboxes), each run for
 //! `iterations` iterations (1M, as in the post). Ops: iterations.
 //!
 //! * `sema-baseline`: wait then post (Racket's `call-with-semaphore`) on a

@@ -1,5 +1,5 @@
 //! The `cforall` group's channel benchmarks (Cforall's `waituntil` paper,
-//! `cforall-waituntil.txt`, "Channel Benchmark"):
+//! the Cforall `waituntil` paper, "Channel Benchmark"):
 //!
 //! * `select-channels`: `producers` producers and `consumers` consumers,
 //!   split evenly over the machine's cores (the paper: "with 8 cores there
