@@ -97,10 +97,17 @@ impl Idle {
         std::mem::take(&mut *sleepers)
     }
 
-    /// Registers `index` as sleeping; the caller then looks at every queue
-    /// once more before parking.
-    pub(crate) fn register_sleeper(&self, index: usize) {
-        lock(&self.sleepers).push(index);
+    /// Registers `index` as sleeping, at the front of the sleepers (woken
+    /// last) if `front`; the caller then looks at every queue once more
+    /// before parking.
+    pub(crate) fn register_sleeper(&self, index: usize, front: bool) {
+        let mut sleepers = lock(&self.sleepers);
+        if front {
+            sleepers.insert(0, index);
+        } else {
+            sleepers.push(index);
+        }
+        drop(sleepers);
         self.sleeping.fetch_add(1, Ordering::SeqCst);
         // Pairs with the fence in `worker_to_wake`.
         fence(Ordering::SeqCst);

@@ -196,7 +196,7 @@ fn loom_idle_worker_never_sleeps_through_new_work() {
                 p2.unpark();
             }
         });
-        idle.register_sleeper(0);
+        idle.register_sleeper(0, false);
         if work.load(Ordering::SeqCst) && idle.unregister_sleeper(0) {
             // Saw the work in the final look.
         } else {

@@ -558,7 +558,10 @@ impl WorkerCtx {
             unsafe { self.heap().trim() };
             // Final look, then sleep.
             let idle = &self.shared.idle;
-            idle.register_sleeper(self.index);
+            let tick = self.park_timeout();
+            // A ticking sleeper goes to the front of the sleepers: a pusher
+            // wakes a sleeper from the back, so the watch goes on.
+            idle.register_sleeper(self.index, tick.is_some());
             // If a waker picked us meanwhile (unregister fails), it counts us
             // as a searcher and its token is on the way: park takes it.
             if (self.shared.has_work() || done() || self.shared.is_shutdown())
@@ -566,7 +569,6 @@ impl WorkerCtx {
             {
                 continue;
             }
-            let tick = self.park_timeout();
             if tick.is_some() {
                 // SeqCst: see `Shared::ensure_watchdog`.
                 self.shared.ticking.fetch_add(1, Ordering::SeqCst);
@@ -604,8 +606,8 @@ impl WorkerCtx {
             return None;
         }
         let workers = self.shared.parkers.len();
-        // We count among the sleepers already.
-        if self.shared.idle.sleeping() < workers {
+        // Another worker is awake (we do not count among the sleepers yet).
+        if self.shared.idle.sleeping() + 1 < workers {
             self.quiet_ticks.set(0);
             return Some(TICK);
         }
