@@ -1,0 +1,233 @@
+//! Publishing an actor under a name, and the bridge task that feeds remote
+//! messages into its ordinary mailbox.
+//!
+//! Invariants:
+//! * A name is held by at most one actor of this node (the registry's
+//!   `names`), and is refused if another node answers for it. Two nodes
+//!   registering one name within one request round trip of each other may
+//!   both succeed: core NATS has no atomic claim (the docs say so).
+//! * The bridge task is the only reader of an actor's subscription, so it
+//!   sees each sender's messages in NATS order; it delivers a message only
+//!   if its sequence number is above the last one delivered from that
+//!   sender: never twice, never out of order. A gap is counted as lost.
+//! * When the actor ends the bridge unsubscribes (its name stops
+//!   answering), removes it from the registry, and then publishes the exit
+//!   notice, so a lookup that races the end either finds nothing or sees
+//!   the notice (or the liveness query says "not alive").
+
+use crate::error::{Down, RegisterError};
+use crate::node::{Node, NodeInner};
+use crate::service::bad_input;
+use crate::stats::bump;
+use crate::wire::{self, Kind};
+use async_nats::Subscriber;
+use fibra::{Addr, TrySendError};
+use futures_util::StreamExt;
+use serde::de::DeserializeOwned;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+impl Node {
+    /// Publishes the actor at `addr` under `name` (Erlang's
+    /// `global:register_name`): any node of the cluster can then
+    /// [`lookup`](Node::lookup) it, and messages sent to it land in its
+    /// ordinary [`Mailbox`](fibra::Mailbox), in order per sender. The name
+    /// is released when the actor ends.
+    ///
+    /// Fails if the name is taken (on this node, or on another that answers
+    /// within the request timeout), invalid, or the actor has ended.
+    ///
+    /// ```no_run
+    /// # fibra::run(async {
+    /// let node = fibra_remote::Node::connect("nats://127.0.0.1:4222").await.unwrap();
+    /// let echo = fibra::spawn_actor(|mut mb| async move {
+    ///     while let Some(text) = mb.recv().await {
+    ///         let text: String = text;
+    ///         println!("{text}");
+    ///     }
+    /// });
+    /// node.register("echo", echo).await.unwrap();
+    /// # });
+    /// ```
+    pub async fn register<M>(&self, name: &str, addr: Addr<M>) -> Result<(), RegisterError>
+    where
+        M: DeserializeOwned + Send + 'static,
+    {
+        if name.is_empty()
+            || name.contains(|c: char| c.is_whitespace() || c == '.' || c == '*' || c == '>')
+        {
+            return Err(RegisterError::InvalidName(name.to_string()));
+        }
+        if addr.is_closed() {
+            return Err(RegisterError::ActorEnded);
+        }
+        let inner = self.inner().clone();
+        if inner.closed.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err(RegisterError::Nats("the node is closed".into()));
+        }
+        let actor = inner.next_id();
+        {
+            let mut reg = inner.registry.lock().unwrap();
+            if reg.names.contains_key(name) {
+                return Err(RegisterError::NameTaken {
+                    name: name.to_string(),
+                    node: inner.id,
+                });
+            }
+            reg.names.insert(name.to_string(), actor);
+        }
+        let name = name.to_string();
+        let task = inner.clone();
+        let done = crate::node::run_on(&inner.handle, async move {
+            claim(task, name.clone(), actor, addr).await
+        })
+        .await;
+        let result = done.unwrap_or_else(|| Err(RegisterError::Nats("the node is closed".into())));
+        if result.is_err() {
+            let mut reg = inner.registry.lock().unwrap();
+            reg.names.retain(|_, a| *a != actor);
+        }
+        result
+    }
+}
+
+/// Asks the cluster whether `name` is held; subscribes; starts the bridge.
+async fn claim<M>(
+    inner: Arc<NodeInner>,
+    name: String,
+    actor: u64,
+    addr: Addr<M>,
+) -> Result<(), RegisterError>
+where
+    M: DeserializeOwned + Send + 'static,
+{
+    let name_subject = inner.name_subject(&name);
+    let nats = |e: &dyn std::fmt::Display| RegisterError::Nats(e.to_string());
+    let probe = wire::header(Kind::Lookup, 0, 0);
+    let request = async_nats::Request::new()
+        .payload(probe.into())
+        .timeout(Some(inner.request_timeout));
+    match inner
+        .client
+        .send_request(name_subject.clone(), request)
+        .await
+    {
+        Ok(reply) => {
+            let node = wire::decode_kind(&reply.payload, Kind::Lookup).map_or(0, |(h, _)| h.a);
+            return Err(RegisterError::NameTaken { name, node });
+        }
+        Err(e) if e.kind() == async_nats::RequestErrorKind::NoResponders => {}
+        // Someone listens on the name but did not answer in time: taken.
+        Err(e) if e.kind() == async_nats::RequestErrorKind::TimedOut => {
+            return Err(RegisterError::NameTaken { name, node: 0 });
+        }
+        Err(e) => return Err(nats(&e)),
+    }
+    let msgs = inner
+        .client
+        .subscribe(inner.actor_subject(inner.id, actor))
+        .await
+        .map_err(|e| nats(&e))?;
+    let who = inner
+        .client
+        .subscribe(name_subject)
+        .await
+        .map_err(|e| nats(&e))?;
+    // The server has both subscriptions before `register` returns: a lookup
+    // that follows finds the actor.
+    inner.client.flush().await.map_err(|e| nats(&e))?;
+    inner.registry.lock().unwrap().alive.insert(actor);
+    tokio::spawn(bridge(inner, name, actor, addr, msgs, who));
+    Ok(())
+}
+
+/// Feeds one registered actor: see the invariants.
+async fn bridge<M>(
+    inner: Arc<NodeInner>,
+    name: String,
+    actor: u64,
+    addr: Addr<M>,
+    mut msgs: Subscriber,
+    mut who: Subscriber,
+) where
+    M: DeserializeOwned + Send + 'static,
+{
+    let monitor = addr.monitor();
+    let exited = monitor.exited();
+    tokio::pin!(exited);
+    // The last sequence number delivered, per sender node.
+    let mut last: HashMap<u64, u64> = HashMap::new();
+    let exit = loop {
+        tokio::select! {
+            biased;
+            exit = &mut exited => break Down::from(exit),
+            Some(m) = msgs.next() => deliver(&inner, &addr, &mut last, m).await,
+            Some(q) = who.next() => {
+                if let Some(reply) = q.reply {
+                    let answer = wire::header(Kind::Lookup, inner.id, actor);
+                    let _ = inner.client.publish(reply, answer.into()).await;
+                }
+            }
+            else => break Down::Closed,
+        }
+    };
+    drop(who);
+    drop(msgs);
+    {
+        let mut reg = inner.registry.lock().unwrap();
+        reg.alive.remove(&actor);
+        if reg.names.get(&name) == Some(&actor) {
+            reg.names.remove(&name);
+        }
+    }
+    match wire::encode(Kind::Exit, actor, 0, &exit) {
+        Ok(notice) => {
+            let subject = inner.node_subject(inner.id, "x");
+            let _ = inner.client.publish(subject, notice.into()).await;
+        }
+        Err(e) => tracing::warn!(error = %e, "fibra-remote: cannot encode an exit notice"),
+    }
+}
+
+/// One remote message: checked, deduplicated, decoded, delivered.
+async fn deliver<M: DeserializeOwned>(
+    inner: &Arc<NodeInner>,
+    addr: &Addr<M>,
+    last: &mut HashMap<u64, u64>,
+    m: async_nats::Message,
+) {
+    let (h, body) = match wire::decode_kind(&m.payload, Kind::Cast) {
+        Ok(x) => x,
+        Err(e) => return bad_input(inner, &m.subject, &e.to_string()),
+    };
+    let (sender, seq) = (h.a, h.b);
+    let seen = last.entry(sender).or_insert(0);
+    if seq <= *seen {
+        bump(&inner.counters.duplicates, 1);
+        tracing::warn!(subject = %m.subject, sender, seq, "fibra-remote: dropped a duplicate");
+        return;
+    }
+    if seq > *seen + 1 {
+        let lost = seq - *seen - 1;
+        bump(&inner.counters.lost, lost);
+        tracing::warn!(subject = %m.subject, sender, lost, "fibra-remote: messages lost in transit");
+    }
+    *seen = seq;
+    let msg: M = match crate::call::decoding(inner, || postcard::from_bytes(body)) {
+        Ok(msg) => msg,
+        Err(e) => return bad_input(inner, &m.subject, &e.to_string()),
+    };
+    let delivered = match addr.send(msg) {
+        Ok(()) => true,
+        // A bounded mailbox: wait for room. Meanwhile NATS buffers this
+        // actor's messages (up to the subscription capacity, then it drops
+        // them and reports a slow consumer).
+        Err(TrySendError::Full(msg)) => addr.send_op(msg).await.is_ok(),
+        Err(_) => false,
+    };
+    if delivered {
+        bump(&inner.counters.delivered, 1);
+    } else {
+        bump(&inner.counters.undeliverable, 1);
+    }
+}
