@@ -35,3 +35,7 @@ pub fn wait_until(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
     }
     cond()
 }
+
+pub async fn node_at(url: &str) -> Node {
+    fast().connect(url).await.unwrap()
+}

@@ -1,0 +1,135 @@
+//! Monitors across nodes: an actor's end, a node's clean stop, and a node's
+//! process killed (a real child process, SIGKILLed).
+
+mod common;
+
+use fibra_remote::{Down, LookupError, SendError};
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+#[derive(Debug, serde::Serialize, serde::Deserialize, PartialEq)]
+enum Cmd {
+    Echo(u32),
+    Stop,
+    Crash,
+}
+
+fn stoppable() -> fibra::Addr<Cmd> {
+    fibra::spawn_actor(|mut mb| async move {
+        while let Some(cmd) = mb.recv().await {
+            match cmd {
+                Cmd::Echo(_) => {}
+                Cmd::Stop => return,
+                Cmd::Crash => panic!("boom"),
+            }
+        }
+    })
+}
+
+#[test]
+fn an_actor_end_fires_the_monitor_and_frees_the_name() {
+    let server = common::server();
+    fibra::run(async move {
+        let host = common::node(&server).await;
+        let client = common::node(&server).await;
+        for (cmd, want) in [
+            (Cmd::Stop, Down::Normal),
+            (Cmd::Crash, Down::Panicked("boom".into())),
+        ] {
+            host.register("svc", stoppable()).await.unwrap();
+            let svc = client.lookup::<Cmd>("svc").await.unwrap();
+            svc.send(Cmd::Echo(1)).unwrap();
+            svc.send(cmd).unwrap();
+            let t = Instant::now();
+            assert_eq!(svc.exited().await, want);
+            // An exit notice, not a heartbeat timeout.
+            assert!(t.elapsed() < client.down_after(), "{:?}", t.elapsed());
+            match svc.send(Cmd::Echo(2)) {
+                Err(SendError::Down(Cmd::Echo(2), why)) => assert_eq!(why, want),
+                other => panic!("{other:?}"),
+            }
+            assert!(matches!(
+                client.lookup::<Cmd>("svc").await,
+                Err(LookupError::NotFound(_))
+            ));
+        }
+    });
+}
+
+#[test]
+fn a_closed_node_is_reported_stopped_at_once() {
+    let server = common::server();
+    fibra::run(async move {
+        let host = common::node(&server).await;
+        host.register("svc", stoppable()).await.unwrap();
+        let client = common::node(&server).await;
+        let svc = client.lookup::<Cmd>("svc").await.unwrap();
+        let t = Instant::now();
+        host.close().await;
+        assert_eq!(svc.exited().await, Down::NodeStopped);
+        assert!(t.elapsed() < client.down_after(), "{:?}", t.elapsed());
+    });
+}
+
+const CHILD_ENV: &str = "FIBRA_REMOTE_TEST_CHILD_URL";
+
+/// Not a test of its own: the host process of
+/// `a_killed_node_is_detected_within_the_heartbeat_timeout`, which runs
+/// this test binary again with `CHILD_ENV` set. Without it, does nothing.
+#[test]
+fn child_host() {
+    let Ok(url) = std::env::var(CHILD_ENV) else {
+        return;
+    };
+    fibra::run(async move {
+        let host = common::node_at(&url).await;
+        host.register("victim", stoppable()).await.unwrap();
+        println!("ready");
+        fibra::time::sleep(Duration::from_secs(30)).await;
+    });
+}
+
+#[test]
+fn a_killed_node_is_detected_within_the_heartbeat_timeout() {
+    let server = common::server();
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["child_host", "--exact", "--nocapture", "--test-threads=1"])
+        .env(CHILD_ENV, server.url())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    assert!(
+        lines.any(|l| l.is_ok_and(|l| l.contains("ready"))),
+        "the child did not start"
+    );
+    fibra::run(async move {
+        let client = common::node(&server).await;
+        let victim = client.lookup::<Cmd>("victim").await.unwrap();
+        victim.send(Cmd::Echo(1)).unwrap();
+        fibra::time::sleep(Duration::from_millis(100)).await;
+        assert_eq!(victim.try_exited(), None, "alive while heartbeats come");
+        child.kill().unwrap();
+        let killed = Instant::now();
+        child.wait().unwrap();
+        assert_eq!(victim.exited().await, Down::NodeUnreachable);
+        let took = killed.elapsed();
+        // The bound: down_after (300 ms) plus one interval (50 ms), plus
+        // slack for a loaded machine.
+        assert!(
+            took < Duration::from_millis(1_000),
+            "detected after {took:?}"
+        );
+        assert!(
+            took >= Duration::from_millis(200),
+            "detected after {took:?}"
+        );
+        eprintln!("killed node detected after {took:?}");
+        assert!(matches!(
+            victim.send(Cmd::Echo(2)),
+            Err(SendError::Down(Cmd::Echo(2), Down::NodeUnreachable))
+        ));
+    });
+}
