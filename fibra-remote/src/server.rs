@@ -30,8 +30,24 @@ pub struct NatsServer {
 impl NatsServer {
     /// The `nats-server` binary, or an error that says how to install it.
     pub fn binary() -> io::Result<PathBuf> {
+        let missing = |what: &str| {
+            io::Error::new(
+                io::ErrorKind::NotFound,
+                format!(
+                    "nats-server not found ({what}): run `scripts/nats-server.sh install` \
+                     (it installs nats-server into $HOME/go/bin), or set NATS_SERVER_BIN"
+                ),
+            )
+        };
         if let Some(p) = std::env::var_os("NATS_SERVER_BIN") {
-            return Ok(PathBuf::from(p));
+            let p = PathBuf::from(p);
+            return match p.is_file() {
+                true => Ok(p),
+                false => Err(missing(&format!(
+                    "NATS_SERVER_BIN={} is no file",
+                    p.display()
+                ))),
+            };
         }
         let mut dirs: Vec<PathBuf> = std::env::var_os("PATH")
             .map(|p| std::env::split_paths(&p).collect())
@@ -42,13 +58,7 @@ impl NatsServer {
         dirs.into_iter()
             .map(|d| d.join("nats-server"))
             .find(|p| p.is_file())
-            .ok_or_else(|| {
-                io::Error::new(
-                    io::ErrorKind::NotFound,
-                    "nats-server not found (looked in $NATS_SERVER_BIN, PATH and $HOME/go/bin): \
-                     run `scripts/nats-server.sh install` first",
-                )
-            })
+            .ok_or_else(|| missing("looked on PATH and in $HOME/go/bin"))
     }
 
     /// Starts a server on a free loopback port and waits until it accepts
