@@ -30,7 +30,7 @@ use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::mpsc;
 
@@ -230,8 +230,9 @@ impl NodeOptions {
 /// and remote actors found ([`lookup`](Self::lookup)).
 ///
 /// Clonable; the connection and its runtime live until the last clone (and
-/// the last [`RemoteAddr`](crate::RemoteAddr) made from it) is dropped, or
-/// [`close`](Self::close). Its methods are `async` and work from any
+/// the last [`RemoteAddr`](crate::RemoteAddr) made from it) is dropped.
+/// Dropping them abandons messages still queued, like a crash;
+/// [`close`](Self::close) first to flush them and tell the peers. Its methods are `async` and work from any
 /// executor; from an OS thread, wrap them in [`fibra::block_on`].
 ///
 /// ```no_run
@@ -295,8 +296,11 @@ pub(crate) struct NodeInner {
     /// two lookups cannot both start a watcher for one node.
     pub(crate) watches: tokio::sync::Mutex<HashMap<u64, Monitors>>,
     /// Send targets shared by every `RemoteAddr` of one remote actor, so
-    /// they share one sequence counter. Locked briefly.
-    pub(crate) targets: Mutex<HashMap<(u64, u64), Weak<Target>>>,
+    /// they share one sequence counter. Kept for the node's life: a
+    /// receiver drops a sequence number it has seen, so a counter must
+    /// never restart (one small entry per remote actor ever looked up).
+    /// Locked briefly.
+    pub(crate) targets: Mutex<HashMap<(u64, u64), Arc<Target>>>,
     /// Where replies to this node's calls go, by reply box id. Locked
     /// briefly.
     pub(crate) reply_boxes: Mutex<HashMap<u64, Addr<(u64, Bytes)>>>,
@@ -352,16 +356,15 @@ impl NodeInner {
 
     pub(crate) fn target(&self, node: u64, actor: u64) -> Arc<Target> {
         let mut targets = self.targets.lock().unwrap();
-        if let Some(t) = targets.get(&(node, actor)).and_then(Weak::upgrade) {
-            return t;
-        }
-        targets.retain(|_, t| t.strong_count() > 0);
-        let t = Arc::new(Target {
-            subject: Subject::from(self.actor_subject(node, actor)),
-            seq: AtomicU64::new(0),
-        });
-        targets.insert((node, actor), Arc::downgrade(&t));
-        t
+        targets
+            .entry((node, actor))
+            .or_insert_with(|| {
+                Arc::new(Target {
+                    subject: Subject::from(self.actor_subject(node, actor)),
+                    seq: AtomicU64::new(0),
+                })
+            })
+            .clone()
     }
 
     /// Queues a message for the publisher; `false` if the node is closed.
@@ -413,11 +416,12 @@ impl Node {
         self.inner().client.connection_state() == async_nats::connection::State::Connected
     }
 
-    /// Closes the node: its remote peers see [`Down::NodeStopped`] for its
-    /// actors at once (rather than after the heartbeat timeout), sends
-    /// through it fail with [`SendError::NodeClosed`](crate::SendError),
-    /// messages already queued are flushed to the server first. Its
-    /// registered actors stay alive locally but are no longer reachable.
+    /// Closes the node: messages already queued are flushed to the server,
+    /// then its remote peers see [`Down::NodeStopped`] for its actors at
+    /// once (rather than after the heartbeat timeout), and the connection
+    /// is drained and closed. Sends through it fail from now on with
+    /// [`SendError::NodeClosed`](crate::SendError). Its registered actors
+    /// stay alive locally, unreachable: their names are gone.
     pub async fn close(&self) {
         let inner = self.inner().clone();
         if inner.closed.swap(true, Ordering::AcqRel) {
@@ -433,7 +437,9 @@ impl Node {
             });
             let _ = done.out.send(Outgoing::Marker(tx));
             let _ = rx.await;
-            let _ = done.client.flush().await;
+            // Flushes, unsubscribes everything (the bridges' streams end)
+            // and closes the connection.
+            let _ = done.client.drain().await;
         })
         .await;
     }

@@ -22,7 +22,7 @@ use crate::stats::bump;
 use crate::wire::{self, Kind};
 use async_nats::Subscriber;
 use fibra::{Addr, TrySendError};
-use futures_util::StreamExt;
+use futures_util::{FutureExt, StreamExt};
 use serde::de::DeserializeOwned;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -141,6 +141,10 @@ where
     Ok(())
 }
 
+/// Messages a bridge delivers in a row before it looks at its actor's exit
+/// and at lookups again.
+const BATCH: usize = 64;
+
 /// Feeds one registered actor: see the invariants.
 async fn bridge<M>(
     inner: Arc<NodeInner>,
@@ -161,7 +165,17 @@ async fn bridge<M>(
         tokio::select! {
             biased;
             exit = &mut exited => break Down::from(exit),
-            Some(m) = msgs.next() => deliver(&inner, &addr, &mut last, m).await,
+            Some(m) = msgs.next() => {
+                deliver(&inner, &addr, &mut last, m).await;
+                // Then whatever else is buffered, up to a batch, without
+                // polling the other branches for each message.
+                for _ in 0..BATCH {
+                    match msgs.next().now_or_never() {
+                        Some(Some(m)) => deliver(&inner, &addr, &mut last, m).await,
+                        _ => break,
+                    }
+                }
+            }
             Some(q) = who.next() => {
                 if let Some(reply) = q.reply {
                     let answer = wire::header(Kind::Lookup, inner.id, actor);
@@ -171,8 +185,10 @@ async fn bridge<M>(
             else => break Down::Closed,
         }
     };
-    drop(who);
-    drop(msgs);
+    // In order on the connection, before the notice (dropping a
+    // subscriber would unsubscribe from a spawned task, unordered).
+    let _ = who.unsubscribe().await;
+    let _ = msgs.unsubscribe().await;
     {
         let mut reg = inner.registry.lock().unwrap();
         reg.alive.remove(&actor);

@@ -51,7 +51,8 @@ impl Counters {
 pub struct Stats {
     /// Messages handed to NATS by this node's `send`s and replies.
     pub sent: u64,
-    /// Remote messages put into a local actor's mailbox.
+    /// Remote messages put into a local actor's mailbox, and replies put
+    /// into a caller's reply mailbox.
     pub delivered: u64,
     /// Received payloads that could not be read (wrong version, truncated,
     /// or not deserializable as the actor's message type); dropped.

@@ -5,6 +5,7 @@
 mod common;
 
 use fibra::{Op, choose};
+
 use fibra_remote::{CallError, LookupError, ReplyTo};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -133,13 +134,36 @@ fn works_from_tokio_and_os_threads() {
         let plain = client.lookup::<Msg>("plain").await.unwrap();
         plain.send(Msg::Push(7)).unwrap();
         plain.send_op(Msg::Push(8)).await.unwrap();
-        drop(client);
+        // Flushes what is queued (a plain drop would abandon it).
+        client.close().await;
     });
     let got: Vec<u64> = (0..2)
-        .map(|_| match mb.recv_blocking() {
-            Some(Msg::Push(n)) => n,
-            other => panic!("{other:?}"),
+        .map(|_| {
+            let next = fibra::time::timeout(mb.recv_op(), Duration::from_secs(5));
+            match next.perform() {
+                Ok(Some(Msg::Push(n))) => n,
+                other => panic!("{other:?}"),
+            }
         })
         .collect();
     assert_eq!(got, [7, 8]);
+}
+
+#[test]
+fn a_second_lookup_continues_the_first_ones_sequence() {
+    let server = common::server();
+    let (addr, mut mb) = fibra::mailbox::<u64>();
+    fibra::block_on(async {
+        let host = common::node(&server).await;
+        host.register("n", addr).await.unwrap();
+        let client = common::node(&server).await;
+        for i in 0..3 {
+            // Every address dropped between sends: the receiver must not
+            // take the next ones for duplicates.
+            let n = client.lookup::<u64>("n").await.unwrap();
+            n.send(i).unwrap();
+            assert_eq!(mb.recv_timeout(Duration::from_secs(5)).await, Ok(i));
+        }
+        assert_eq!(host.stats().duplicates, 0);
+    });
 }

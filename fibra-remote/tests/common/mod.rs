@@ -39,3 +39,10 @@ pub fn wait_until(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
 pub async fn node_at(url: &str) -> Node {
     fast().connect(url).await.unwrap()
 }
+
+/// Performs `op`, failing the test if it takes more than `limit`.
+pub async fn within<O: fibra::Op>(limit: Duration, op: O) -> O::Output {
+    fibra::time::timeout(op, limit)
+        .await
+        .unwrap_or_else(|_| panic!("not done within {limit:?}"))
+}
