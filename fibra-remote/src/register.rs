@@ -133,11 +133,15 @@ where
         .subscribe(name_subject)
         .await
         .map_err(|e| nats(&e))?;
+    inner.registry.lock().unwrap().alive.insert(actor);
+    tokio::spawn(bridge(inner.clone(), name, actor, addr, msgs, who));
     // The server has both subscriptions before `register` returns: a lookup
     // that follows finds the actor.
-    inner.client.flush().await.map_err(|e| nats(&e))?;
-    inner.registry.lock().unwrap().alive.insert(actor);
-    tokio::spawn(bridge(inner, name, actor, addr, msgs, who));
+    // If that fails (the connection broke), the actor is registered all the
+    // same: the client subscribes again when it reconnects.
+    if let Err(e) = crate::service::sync_with_server(&inner).await {
+        tracing::warn!(error = %e, "fibra-remote: registered without confirmation");
+    }
     Ok(())
 }
 

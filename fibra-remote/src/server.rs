@@ -1,10 +1,11 @@
 //! [`NatsServer`]: a real `nats-server` child process on a free loopback
 //! port, for tests, examples and benchmarks.
 
-use std::io;
+use std::io::{self, BufRead, BufReader};
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// A `nats-server` process listening on `127.0.0.1`, killed when dropped.
@@ -70,22 +71,41 @@ impl NatsServer {
     /// Starts a server with extra command-line arguments (for example
     /// `["--max_payload", "4096"]`).
     pub fn start_with(args: &[&str]) -> io::Result<NatsServer> {
-        let bin = Self::binary()?;
-        let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
         let mut server = NatsServer {
             child: None,
-            bin,
-            port,
-            url: format!("nats://127.0.0.1:{port}"),
+            bin: Self::binary()?,
+            port: 0,
+            url: String::new(),
             args: args.iter().map(|a| a.to_string()).collect(),
         };
-        server.spawn()?;
-        Ok(server)
+        // A port free when we looked may be taken by another test's server
+        // before ours binds it: then ours exits, and we try another.
+        let mut last = None;
+        for _ in 0..5 {
+            server.port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+            server.url = format!("nats://127.0.0.1:{}", server.port);
+            match server.spawn() {
+                Ok(()) => return Ok(server),
+                Err(e) if e.kind() == io::ErrorKind::AddrInUse => last = Some(e),
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last.expect("tried"))
     }
 
+    /// Runs the binary on `self.port` and waits until *it* (not another
+    /// process on that port) answers: the server's `INFO` line carries the
+    /// unique name given here.
     fn spawn(&mut self) -> io::Result<()> {
+        static STARTS: AtomicU64 = AtomicU64::new(0);
+        let name = format!(
+            "fibra-remote-{}-{}",
+            std::process::id(),
+            STARTS.fetch_add(1, Ordering::Relaxed)
+        );
         let child = Command::new(&self.bin)
             .args(["--addr", "127.0.0.1", "--port", &self.port.to_string()])
+            .args(["--name", &name])
             .args(&self.args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -94,20 +114,24 @@ impl NatsServer {
             .map_err(|e| {
                 io::Error::new(e.kind(), format!("cannot run {}: {e}", self.bin.display()))
             })?;
-        self.child = Some(child);
+        let child = self.child.insert(child);
         let deadline = Instant::now() + Duration::from_secs(10);
-        while TcpStream::connect(("127.0.0.1", self.port)).is_err() {
-            if let Some(status) = self
-                .child
-                .as_mut()
-                .and_then(|c| c.try_wait().ok().flatten())
-            {
-                return Err(io::Error::other(format!(
-                    "nats-server exited at start ({status}); is port {} free?",
-                    self.port
-                )));
+        loop {
+            if let Ok(Some(status)) = child.try_wait() {
+                self.child = None;
+                return Err(io::Error::new(
+                    io::ErrorKind::AddrInUse,
+                    format!(
+                        "nats-server exited at start ({status}); port {} taken?",
+                        self.port
+                    ),
+                ));
+            }
+            if server_name_is(self.port, &name) {
+                return Ok(());
             }
             if Instant::now() > deadline {
+                self.stop();
                 return Err(io::Error::new(
                     io::ErrorKind::TimedOut,
                     "nats-server did not listen within 10 s",
@@ -115,7 +139,6 @@ impl NatsServer {
             }
             std::thread::sleep(Duration::from_millis(10));
         }
-        Ok(())
     }
 
     /// The client URL, `nats://127.0.0.1:PORT`.
@@ -141,6 +164,17 @@ impl NatsServer {
         self.stop();
         self.spawn()
     }
+}
+
+/// Whether the server listening on `port` introduces itself as `name`.
+fn server_name_is(port: u16, name: &str) -> bool {
+    let Ok(stream) = TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(1)));
+    let mut info = String::new();
+    let _ = BufReader::new(stream).read_line(&mut info);
+    info.starts_with("INFO ") && info.contains(&format!("\"server_name\":\"{name}\""))
 }
 
 impl Drop for NatsServer {

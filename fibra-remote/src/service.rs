@@ -14,9 +14,25 @@ pub(crate) async fn start(inner: Arc<NodeInner>) -> Result<(), String> {
     let sub = |what: &str| inner.client.subscribe(inner.node_subject(inner.id, what));
     let alive = sub("alive").await.map_err(|e| e.to_string())?;
     let replies = sub("r").await.map_err(|e| e.to_string())?;
-    inner.client.flush().await.map_err(|e| e.to_string())?;
-    tokio::spawn(run(inner, alive, replies));
-    Ok(())
+    tokio::spawn(run(inner.clone(), alive, replies));
+    sync_with_server(&inner).await
+}
+
+/// Returns once the server has processed everything this node sent before
+/// (subscriptions included): a request to the node's own liveness subject,
+/// answered by its service task. The server handles one connection's
+/// commands in order, so the answer comes after them. (`Client::flush`
+/// only writes the socket.)
+pub(crate) async fn sync_with_server(inner: &NodeInner) -> Result<(), String> {
+    let request = async_nats::Request::new()
+        .payload(wire::header(Kind::Alive, 0, 0).into())
+        .timeout(Some(inner.request_timeout));
+    inner
+        .client
+        .send_request(inner.node_subject(inner.id, "alive"), request)
+        .await
+        .map(drop)
+        .map_err(|e| format!("no round trip through the server: {e}"))
 }
 
 async fn run(inner: Arc<NodeInner>, mut alive: Subscriber, mut replies: Subscriber) {
