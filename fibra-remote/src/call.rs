@@ -228,3 +228,25 @@ pub(crate) fn decoding<T>(inner: &Arc<NodeInner>, f: impl FnOnce() -> T) -> T {
     let _restore = Restore(prev);
     f()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reply_to_is_three_integers_and_needs_a_node() {
+        let r: ReplyTo<u8> = ReplyTo {
+            node: 1,
+            rbox: 2,
+            call: 300,
+            via: None,
+            _r: PhantomData,
+        };
+        let bytes = postcard::to_stdvec(&r).unwrap();
+        assert_eq!(bytes, [1, 2, 0xac, 0x02]); // varints
+        // Decoded outside a node's bridge: nothing to reply through.
+        let back: ReplyTo<u8> = postcard::from_bytes(&bytes).unwrap();
+        assert_eq!(format!("{back:?}"), "ReplyTo(0000000000000001/2/300)");
+        assert_eq!(back.send(5), Err(ReplyError::NoNode));
+    }
+}
