@@ -22,7 +22,8 @@
 //!
 //! Semantics are Erlang's: messages from one node to one actor arrive in
 //! the order they were sent, at most once (core NATS), never twice; every
-//! message dropped is counted in [`Node::stats`] and logged. The full
+//! message dropped is counted in [`Node::stats`] and logged through
+//! `tracing` (install a subscriber to see the warnings). The full
 //! statement, and what may be lost when, is in `docs/remote.md`.
 //!
 //! The NATS client (`async-nats`) runs on a small tokio runtime owned by

@@ -167,3 +167,20 @@ fn a_killed_node_is_detected_within_the_heartbeat_timeout() {
         ));
     });
 }
+
+#[test]
+fn losing_the_nats_server_fires_monitors_as_unreachable() {
+    let mut server = common::server();
+    let (addr, _mb) = fibra::mailbox::<Cmd>();
+    let (_host, client) = fibra::block_on(async {
+        let host = common::node(&server).await;
+        host.register("svc", addr).await.unwrap();
+        (host, common::node(&server).await)
+    });
+    let svc = fibra::block_on(client.lookup::<Cmd>("svc")).unwrap();
+    // This node's own link is gone: it cannot tell a dead peer from a
+    // cut network, and says so after the same timeout.
+    server.stop();
+    let why = fibra::block_on(common::within(Duration::from_secs(5), svc.exited_op()));
+    assert_eq!(why, Down::NodeUnreachable);
+}
