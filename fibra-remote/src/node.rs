@@ -11,8 +11,8 @@
 //!   channel: a push never blocks, from any thread) drained by the one
 //!   publisher task, in order. So the messages of one node to one actor
 //!   reach NATS in the order their `send`s were queued, and the publisher,
-//!   the only reader of a target's sequence counter, numbers them in that
-//!   order.
+//!   the only task that touches a target's sequence counter, numbers them
+//!   in that order.
 //! * Results come back to the caller's executor through fibra channels
 //!   (`run_on`): a caller on fibra's runtime, on tokio or on an OS thread
 //!   waits the same way, and never blocks the NATS runtime.
@@ -232,8 +232,9 @@ impl NodeOptions {
 /// Clonable; the connection and its runtime live until the last clone (and
 /// the last [`RemoteAddr`](crate::RemoteAddr) made from it) is dropped.
 /// Dropping them abandons messages still queued, like a crash;
-/// [`close`](Self::close) first to flush them and tell the peers. Its methods are `async` and work from any
-/// executor; from an OS thread, wrap them in [`fibra::block_on`].
+/// [`close`](Self::close) first to flush them and tell the peers. Its
+/// methods are `async` and work from any executor; from an OS thread, wrap
+/// them in [`fibra::block_on`].
 ///
 /// ```no_run
 /// # fibra::block_on(async {
@@ -339,6 +340,7 @@ pub(crate) enum Outgoing {
 impl NodeInner {
     /// A number unique within this node (actor ids, reply boxes).
     pub(crate) fn next_id(&self) -> u64 {
+        // Relaxed: only uniqueness matters, which the RMW gives.
         self.next_id.fetch_add(1, Ordering::Relaxed)
     }
 

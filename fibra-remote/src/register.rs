@@ -3,9 +3,11 @@
 //!
 //! Invariants:
 //! * A name is held by at most one actor of this node (the registry's
-//!   `names`), and is refused if another node answers for it. Two nodes
-//!   registering one name within one request round trip of each other may
-//!   both succeed: core NATS has no atomic claim (the docs say so).
+//!   `names`), and is refused if another node answers for it, before the
+//!   subscription (a probe) or after it (`rival`: of two racing nodes at
+//!   least one sees the other and gives way). Core NATS has no atomic
+//!   claim: two holders remain possible only if a rival's answer takes
+//!   longer than the claim window (the docs say so).
 //! * The bridge task is the only reader of an actor's subscription, so it
 //!   sees each sender's messages in NATS order; it delivers a message only
 //!   if its sequence number is above the last one delivered from that
@@ -35,7 +37,10 @@ impl Node {
     /// is released when the actor ends.
     ///
     /// Fails if the name is taken (on this node, or on another that answers
-    /// within the request timeout), invalid, or the actor has ended.
+    /// within the request timeout), invalid, or the actor has ended. Of two
+    /// nodes racing for one name at most one gets it (sometimes neither:
+    /// retry), unless a rival's answer takes longer than the 100 ms claim
+    /// window; a registration takes that window longer for it.
     ///
     /// ```no_run
     /// # fibra::run(async {
@@ -134,15 +139,64 @@ where
         .await
         .map_err(|e| nats(&e))?;
     inner.registry.lock().unwrap().alive.insert(actor);
-    tokio::spawn(bridge(inner.clone(), name, actor, addr, msgs, who));
-    // The server has both subscriptions before `register` returns: a lookup
-    // that follows finds the actor.
-    // If that fails (the connection broke), the actor is registered all the
-    // same: the client subscribes again when it reconnects.
+    let (withdraw, withdrawn) = tokio::sync::oneshot::channel();
+    tokio::spawn(bridge(
+        inner.clone(),
+        name.clone(),
+        actor,
+        addr,
+        msgs,
+        who,
+        withdrawn,
+    ));
+    // The server has both subscriptions before this goes on: a lookup that
+    // follows `register` finds the actor. If that fails (the connection
+    // broke), the actor is registered all the same: the client subscribes
+    // again when it reconnects.
     if let Err(e) = crate::service::sync_with_server(&inner).await {
         tracing::warn!(error = %e, "fibra-remote: registered without confirmation");
     }
+    // Another node may have claimed the name between our probe and our
+    // subscription: ask again, now that we answer too, and give way if
+    // anyone else does.
+    if let Some(node) = rival(&inner, &name, actor).await {
+        let _ = withdraw.send(());
+        return Err(RegisterError::NameTaken { name, node });
+    }
     Ok(())
+}
+
+/// How long a registration listens for rival holders of its name.
+const CLAIM_WINDOW: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// The id of another node that answers for `name` within `CLAIM_WINDOW`.
+///
+/// Of two nodes that subscribe to a name and then ask, at least one sees
+/// the other (the server orders each one's subscription before its
+/// question, and the two questions in some order), so at most one of
+/// them keeps the name — unless a rival's answer takes longer than the
+/// window — and, rarely, both give way.
+async fn rival(inner: &NodeInner, name: &str, actor: u64) -> Option<u64> {
+    let inbox = inner.client.new_inbox();
+    let mut answers = inner.client.subscribe(inbox.clone()).await.ok()?;
+    let question = wire::header(Kind::Lookup, 0, 0);
+    inner
+        .client
+        .publish_with_reply(inner.name_subject(name), inbox, question.into())
+        .await
+        .ok()?;
+    let deadline = tokio::time::Instant::now() + CLAIM_WINDOW;
+    let found = loop {
+        match tokio::time::timeout_at(deadline, answers.next()).await {
+            Ok(Some(m)) => match wire::decode_kind(&m.payload, Kind::Lookup) {
+                Ok((h, _)) if (h.a, h.b) != (inner.id, actor) => break Some(h.a),
+                _ => {}
+            },
+            _ => break None,
+        }
+    };
+    let _ = answers.unsubscribe().await;
+    found
 }
 
 /// Messages a bridge delivers in a row before it looks at its actor's exit
@@ -157,18 +211,29 @@ async fn bridge<M>(
     addr: Addr<M>,
     mut msgs: Subscriber,
     mut who: Subscriber,
+    withdrawn: tokio::sync::oneshot::Receiver<()>,
 ) where
     M: DeserializeOwned + Send + 'static,
 {
     let monitor = addr.monitor();
     let exited = monitor.exited();
     tokio::pin!(exited);
+    // Ready only if `claim` withdraws (its sender dropped means no).
+    let withdrawn = async move {
+        if withdrawn.await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    tokio::pin!(withdrawn);
     // The last sequence number delivered, per sender node.
     let mut last: HashMap<u64, u64> = HashMap::new();
     let exit = loop {
         tokio::select! {
             biased;
             exit = &mut exited => break Down::from(exit),
+            // A rival holds the name: to whoever looked this registration
+            // up, the actor is gone.
+            () = &mut withdrawn => break Down::NoActor,
             Some(m) = msgs.next() => {
                 deliver(&inner, &addr, &mut last, m).await;
                 // Then whatever else is buffered, up to a batch, without

@@ -241,3 +241,32 @@ fn a_server_restart_mid_traffic_loses_at_most_what_is_counted_and_never_duplicat
     assert!(stats.disconnects >= 1 && stats.reconnects >= 1, "{stats:?}");
     assert_eq!(sink.try_exited(), None, "10 s timeout: the monitor holds");
 }
+
+#[test]
+fn two_nodes_racing_for_a_name_never_both_get_it() {
+    let server = common::server();
+    fibra::block_on(async {
+        let a = common::node(&server).await;
+        let b = common::node(&server).await;
+        let mut wins = [0; 2];
+        for round in 0..10 {
+            let name = format!("contested{round}");
+            let (x, _mbx) = fibra::mailbox::<u64>();
+            let (y, _mby) = fibra::mailbox::<u64>();
+            // Both probes go out before either subscription is in place.
+            let (ra, rb) = futures_util::join!(a.register(&name, x), b.register(&name, y));
+            assert!(
+                !(ra.is_ok() && rb.is_ok()),
+                "round {round}: both nodes hold {name:?}"
+            );
+            for (i, r) in [ra, rb].into_iter().enumerate() {
+                match r {
+                    Ok(()) => wins[i] += 1,
+                    Err(RegisterError::NameTaken { .. }) => {}
+                    Err(e) => panic!("{e}"),
+                }
+            }
+        }
+        eprintln!("racing registrations won: {wins:?} of 10 rounds");
+    });
+}
