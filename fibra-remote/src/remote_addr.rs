@@ -201,3 +201,17 @@ impl<M> fmt::Debug for RemoteAddr<M> {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn send_and_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn handles_cross_threads() {
+        send_and_sync::<RemoteAddr<String>>();
+        send_and_sync::<Node>();
+        send_and_sync::<crate::ReplyTo<String>>();
+    }
+}
