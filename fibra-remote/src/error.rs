@@ -17,8 +17,9 @@ pub enum Down {
     Cancelled,
     /// The actor's mailbox (not tied to a task) was closed or dropped.
     Closed,
-    /// The actor was not alive when the monitor was set up (Erlang's
-    /// `noproc`).
+    /// A liveness check found the actor gone (Erlang's `noproc`): at
+    /// lookup, or after a gap in its node's heartbeats during which its
+    /// exit notice may have been lost (so how it ended is unknown).
     NoActor,
     /// Its node shut down cleanly ([`Node::close`](crate::Node::close)).
     NodeStopped,

@@ -6,12 +6,16 @@
 //!   `watches` entry is made, under the async lock, by the lookup that
 //!   subscribes to its heartbeats and exit notices).
 //! * A monitor (`IVar<Down>`) is filled at most once, by the first of: the
-//!   actor's exit notice, the liveness answer "not alive" at lookup, its
+//!   actor's exit notice, a liveness answer "not alive", its
 //!   node's `Stopping` heartbeat, or no heartbeat for `down_after` (checked
 //!   every heartbeat interval). When the node is declared down its entry
 //!   goes, so a later lookup starts afresh.
 //! * The lookup subscribes before it asks whether the actor is alive: an
 //!   exit after the answer is seen as a notice, one before as "not alive".
+//! * A notice can be lost while either node is cut off from NATS: when a
+//!   node's heartbeats resume after a gap of more than two intervals (but
+//!   less than the timeout), the watcher asks again about each actor
+//!   monitored there.
 
 use crate::error::{Down, LookupError};
 use crate::node::{Node, NodeInner, run_on};
@@ -106,6 +110,14 @@ async fn watch(
     };
     // Subscribed: now ask (one connection, so the server has our
     // subscriptions before it routes the question).
+    check_alive(inner, node, actor)
+        .await
+        .map_err(LookupError::BadReply)?;
+    Ok(down)
+}
+
+/// Asks `node` whether `actor` is alive and fires its monitor if not.
+async fn check_alive(inner: &NodeInner, node: u64, actor: u64) -> Result<(), String> {
     let request = async_nats::Request::new()
         .payload(wire::header(Kind::Alive, actor, 0).into())
         .timeout(Some(inner.request_timeout));
@@ -117,7 +129,7 @@ async fn watch(
         Ok(reply) => match wire::decode_kind(&reply.payload, Kind::Alive) {
             Ok((h, _)) if h.b == 0 => Some(Down::NoActor),
             Ok(_) => None,
-            Err(e) => return Err(LookupError::BadReply(e.to_string())),
+            Err(e) => return Err(e.to_string()),
         },
         Err(e) if e.kind() == RequestErrorKind::NoResponders => Some(Down::NodeUnreachable),
         // No answer in time: the heartbeats will tell.
@@ -126,7 +138,22 @@ async fn watch(
     if let Some(why) = verdict {
         fire(inner, node, actor, why).await;
     }
-    Ok(down)
+    Ok(())
+}
+
+/// After a gap in `node`'s heartbeats (shorter than the node-down
+/// timeout), asks again about every actor monitored there: an exit notice
+/// sent during the gap may have been lost.
+async fn recheck(inner: Arc<NodeInner>, node: u64) {
+    let actors: Vec<u64> = match inner.watches.lock().await.get(&node) {
+        Some(actors) => actors.keys().copied().collect(),
+        None => return,
+    };
+    for actor in actors {
+        if let Err(e) = check_alive(&inner, node, actor).await {
+            tracing::warn!(error = %e, "fibra-remote: unreadable liveness answer");
+        }
+    }
 }
 
 /// Fills one actor's monitor and forgets it.
@@ -150,7 +177,14 @@ async fn watcher(inner: Arc<NodeInner>, node: u64, mut hb: Subscriber, mut x: Su
     let why = loop {
         tokio::select! {
             Some(m) = hb.next() => match wire::decode(&m.payload) {
-                Ok((h, _)) if h.kind == Kind::Heartbeat => last = Instant::now(),
+                Ok((h, _)) if h.kind == Kind::Heartbeat => {
+                    // Two intervals without one: this node or that one was
+                    // cut off for a while.
+                    if last.elapsed() > 2 * inner.heartbeat {
+                        tokio::spawn(recheck(inner.clone(), node));
+                    }
+                    last = Instant::now();
+                }
                 Ok((h, _)) if h.kind == Kind::Stopping => break Down::NodeStopped,
                 Ok((h, _)) => bad_input(&inner, &m.subject, &format!("unexpected {:?}", h.kind)),
                 Err(e) => bad_input(&inner, &m.subject, &e.to_string()),

@@ -184,3 +184,29 @@ fn losing_the_nats_server_fires_monitors_as_unreachable() {
     let why = fibra::block_on(common::within(Duration::from_secs(5), svc.exited_op()));
     assert_eq!(why, Down::NodeUnreachable);
 }
+
+#[test]
+fn an_actor_that_ends_while_the_server_is_down_is_still_reported() {
+    let mut server = common::server();
+    let opts = || {
+        fibra_remote::NodeOptions::new()
+            .heartbeat(Duration::from_millis(50), Duration::from_secs(10))
+            .max_reconnect_delay(Duration::from_millis(50))
+    };
+    let (addr, mb) = fibra::mailbox::<Cmd>();
+    let (_host, client) = fibra::block_on(async {
+        let host = opts().connect(server.url()).await.unwrap();
+        host.register("svc", addr).await.unwrap();
+        (host, opts().connect(server.url()).await.unwrap())
+    });
+    let svc = fibra::block_on(client.lookup::<Cmd>("svc")).unwrap();
+    server.stop();
+    drop(mb); // the actor ends while nobody can hear its exit notice
+    std::thread::sleep(Duration::from_millis(300));
+    server.restart().unwrap();
+    // Either the notice, buffered through the outage, arrives (`Closed`),
+    // or the watcher's check after the heartbeat gap finds it gone.
+    let why = fibra::block_on(common::within(Duration::from_secs(5), svc.exited_op()));
+    eprintln!("reported as {why:?}");
+    assert!(matches!(why, Down::Closed | Down::NoActor), "{why:?}");
+}
