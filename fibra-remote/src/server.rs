@@ -1,0 +1,184 @@
+//! [`NatsServer`]: a real `nats-server` child process on a free loopback
+//! port, for tests, examples and benchmarks.
+
+use std::io::{self, BufRead, BufReader};
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// A `nats-server` process listening on `127.0.0.1`, killed when dropped.
+///
+/// The binary is found in `$NATS_SERVER_BIN`, then on `PATH`, then in
+/// `$HOME/go/bin`; `scripts/nats-server.sh install` puts it there.
+///
+/// ```
+/// let server = fibra_remote::NatsServer::start().unwrap();
+/// fibra::block_on(async {
+///     let node = fibra_remote::Node::connect(server.url()).await.unwrap();
+///     assert!(node.is_connected());
+/// });
+/// ```
+pub struct NatsServer {
+    child: Option<Child>,
+    bin: PathBuf,
+    port: u16,
+    url: String,
+    args: Vec<String>,
+}
+
+impl NatsServer {
+    /// The `nats-server` binary, or an error that says how to install it.
+    pub fn binary() -> io::Result<PathBuf> {
+        let missing = |what: &str| {
+            io::Error::new(
+                io::ErrorKind::NotFound,
+                format!(
+                    "nats-server not found ({what}): run `scripts/nats-server.sh install` \
+                     (it installs nats-server into $HOME/go/bin), or set NATS_SERVER_BIN"
+                ),
+            )
+        };
+        if let Some(p) = std::env::var_os("NATS_SERVER_BIN") {
+            let p = PathBuf::from(p);
+            return match p.is_file() {
+                true => Ok(p),
+                false => Err(missing(&format!(
+                    "NATS_SERVER_BIN={} is no file",
+                    p.display()
+                ))),
+            };
+        }
+        let mut dirs: Vec<PathBuf> = std::env::var_os("PATH")
+            .map(|p| std::env::split_paths(&p).collect())
+            .unwrap_or_default();
+        if let Some(home) = std::env::var_os("HOME") {
+            dirs.push(PathBuf::from(home).join("go").join("bin"));
+        }
+        dirs.into_iter()
+            .map(|d| d.join("nats-server"))
+            .find(|p| p.is_file())
+            .ok_or_else(|| missing("looked on PATH and in $HOME/go/bin"))
+    }
+
+    /// Starts a server on a free loopback port and waits until it accepts
+    /// connections.
+    pub fn start() -> io::Result<NatsServer> {
+        Self::start_with(&[])
+    }
+
+    /// Starts a server with extra command-line arguments (for example
+    /// `["--max_payload", "4096"]`).
+    pub fn start_with(args: &[&str]) -> io::Result<NatsServer> {
+        let mut server = NatsServer {
+            child: None,
+            bin: Self::binary()?,
+            port: 0,
+            url: String::new(),
+            args: args.iter().map(|a| a.to_string()).collect(),
+        };
+        // A port free when we looked may be taken by another test's server
+        // before ours binds it: then ours exits, and we try another.
+        let mut last = None;
+        for _ in 0..5 {
+            server.port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+            server.url = format!("nats://127.0.0.1:{}", server.port);
+            match server.spawn() {
+                Ok(()) => return Ok(server),
+                Err(e) if e.kind() == io::ErrorKind::AddrInUse => last = Some(e),
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last.expect("tried"))
+    }
+
+    /// Runs the binary on `self.port` and waits until *it* (not another
+    /// process on that port) answers: the server's `INFO` line carries the
+    /// unique name given here.
+    fn spawn(&mut self) -> io::Result<()> {
+        static STARTS: AtomicU64 = AtomicU64::new(0);
+        let name = format!(
+            "fibra-remote-{}-{}",
+            std::process::id(),
+            STARTS.fetch_add(1, Ordering::Relaxed)
+        );
+        let child = Command::new(&self.bin)
+            .args(["--addr", "127.0.0.1", "--port", &self.port.to_string()])
+            .args(["--name", &name])
+            .args(&self.args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| {
+                io::Error::new(e.kind(), format!("cannot run {}: {e}", self.bin.display()))
+            })?;
+        let child = self.child.insert(child);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Ok(Some(status)) = child.try_wait() {
+                self.child = None;
+                return Err(io::Error::new(
+                    io::ErrorKind::AddrInUse,
+                    format!(
+                        "nats-server exited at start ({status}); port {} taken?",
+                        self.port
+                    ),
+                ));
+            }
+            if server_name_is(self.port, &name) {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                self.stop();
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "nats-server did not listen within 10 s",
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// The client URL, `nats://127.0.0.1:PORT`.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The port it listens on.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Kills the server (as a crash would: no goodbye to clients).
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Kills the server and starts a new one on the same port.
+    pub fn restart(&mut self) -> io::Result<()> {
+        self.stop();
+        self.spawn()
+    }
+}
+
+/// Whether the server listening on `port` introduces itself as `name`.
+fn server_name_is(port: u16, name: &str) -> bool {
+    let Ok(stream) = TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(1)));
+    let mut info = String::new();
+    let _ = BufReader::new(stream).read_line(&mut info);
+    info.starts_with("INFO ") && info.contains(&format!("\"server_name\":\"{name}\""))
+}
+
+impl Drop for NatsServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
