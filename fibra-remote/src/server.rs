@@ -8,10 +8,51 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+/// The nats-server release `NatsServer` installs when none is found.
+const NATS_SERVER_VERSION: &str = "v2.15.2";
+
+/// Installs nats-server into `$HOME/go/bin` with `go install` from the Go
+/// module proxy (once per process; concurrent processes serialise on a
+/// lock file, and the second finds the first's binary).
+fn install() -> Result<PathBuf, String> {
+    static INSTALLED: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
+    INSTALLED
+        .get_or_init(|| {
+            let home = std::env::var_os("HOME").ok_or("no $HOME to install into")?;
+            let dir = PathBuf::from(home).join("go").join("bin");
+            std::fs::create_dir_all(&dir)
+                .map_err(|e| format!("creating {}: {e}", dir.display()))?;
+            let bin = dir.join("nats-server");
+            let lock = std::fs::File::create(dir.join(".nats-server-install.lock"))
+                .map_err(|e| format!("lock file: {e}"))?;
+            lock.lock().map_err(|e| format!("lock file: {e}"))?;
+            if bin.is_file() {
+                return Ok(bin);
+            }
+            let status = Command::new("go")
+                .args([
+                    "install",
+                    &format!("github.com/nats-io/nats-server/v2@{NATS_SERVER_VERSION}"),
+                ])
+                .env("GOBIN", &dir)
+                .stdout(Stdio::null())
+                .status()
+                .map_err(|e| format!("installing it with `go install` failed to start: {e}"))?;
+            match status.success() && bin.is_file() {
+                true => Ok(bin),
+                false => Err(format!(
+                    "`go install` of nats-server {NATS_SERVER_VERSION} failed ({status})"
+                )),
+            }
+        })
+        .clone()
+}
+
 /// A `nats-server` process listening on `127.0.0.1`, killed when dropped.
 ///
 /// The binary is found in `$NATS_SERVER_BIN`, then on `PATH`, then in
-/// `$HOME/go/bin`; `scripts/nats-server.sh install` puts it there.
+/// `$HOME/go/bin`; if it is nowhere, it is installed there with `go install`
+/// from the Go module proxy (what `scripts/nats-server.sh install` does).
 ///
 /// ```
 /// let server = fibra_remote::NatsServer::start().unwrap();
@@ -56,10 +97,16 @@ impl NatsServer {
         if let Some(home) = std::env::var_os("HOME") {
             dirs.push(PathBuf::from(home).join("go").join("bin"));
         }
-        dirs.into_iter()
+        let found = dirs
+            .into_iter()
             .map(|d| d.join("nats-server"))
-            .find(|p| p.is_file())
-            .ok_or_else(|| missing("looked on PATH and in $HOME/go/bin"))
+            .find(|p| p.is_file());
+        match found {
+            Some(p) => Ok(p),
+            None => {
+                install().map_err(|e| missing(&format!("not on PATH nor in $HOME/go/bin, {e}")))
+            }
+        }
     }
 
     /// Starts a server on a free loopback port and waits until it accepts
