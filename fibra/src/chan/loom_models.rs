@@ -4,7 +4,7 @@
 //! Each model runs the real channel code under every interleaving loom can
 //! reach within its preemption bound (see `crate::loom::model`).
 
-use crate::loom::{Arc, Mutex, thread};
+use crate::loom::{Arc, Mutex, model, thread};
 use crate::{Op, RecvError, SendError, TrySendError, bounded, channel, choose};
 use std::future::Future;
 use std::pin::pin;
