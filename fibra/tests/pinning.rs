@@ -167,17 +167,24 @@ fn values_committed_into_aborted_receives_are_not_lost() {
     let mut received = Vec::new();
     let deadline = std::time::Instant::now() + Duration::from_millis(1500);
     let mut spin = 0u64;
+    let mut round = 0u64;
     while std::time::Instant::now() < deadline {
         let rx = rx.clone();
         let h = rt.spawn(async move { rx.recv().await.ok() });
-        // Spin 0-50 µs, then abort: sometimes before the task parks,
-        // sometimes while a send commits into it, sometimes after.
-        spin = (spin * 7 + 13) % 50;
-        let until = std::time::Instant::now() + Duration::from_micros(spin);
-        while std::time::Instant::now() < until {
-            std::hint::spin_loop();
+        round += 1;
+        if round % 8 != 0 {
+            // Spin 0-50 µs, then abort: sometimes before the task parks,
+            // sometimes while a send commits into it, sometimes after.
+            spin = (spin * 7 + 13) % 50;
+            let until = std::time::Instant::now() + Duration::from_micros(spin);
+            while std::time::Instant::now() < until {
+                std::hint::spin_loop();
+            }
+            h.abort();
         }
-        h.abort();
+        // One receive in eight is not aborted: it takes a value (the sender
+        // keeps trying until after the last round), so values go through
+        // however slow the build.
         if let Ok(Some(v)) = fibra::block_on(h) {
             received.push(v);
         }
