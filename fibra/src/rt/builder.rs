@@ -26,6 +26,11 @@ pub struct Builder {
     thread_name: String,
     pin_cores: bool,
     stack_size: Option<usize>,
+    /// Under loom, whether idle workers tick and rescue (`rescue.rs`): off
+    /// unless a model asks, as its barriers and ticks multiply the
+    /// interleavings of every model (the freeze has a model of its own).
+    #[cfg(loom)]
+    rescue: bool,
 }
 
 impl Default for Builder {
@@ -43,6 +48,8 @@ impl Builder {
             thread_name: "fibra-worker".to_string(),
             pin_cores: false,
             stack_size: None,
+            #[cfg(loom)]
+            rescue: false,
         }
     }
 
@@ -86,6 +93,14 @@ impl Builder {
         self
     }
 
+    /// Under loom: whether idle workers tick and rescue stuck workers'
+    /// private tasks (`rescue.rs`), as they always do otherwise.
+    #[cfg(loom)]
+    pub(crate) fn rescue(mut self, on: bool) -> Self {
+        self.rescue = on;
+        self
+    }
+
     /// Starts the runtime.
     ///
     /// # Errors
@@ -125,7 +140,7 @@ impl Builder {
                 Flavor::MultiThread => n,
             }),
             drain_on_stop: AtomicBool::new(false),
-            rescuable: self.flavor == Flavor::MultiThread && n > 1,
+            rescuable: self.flavor == Flavor::MultiThread && n > 1 && self.rescue_on(),
             watches: (0..n).map(|_| Default::default()).collect(),
             workers_ctx: (0..n)
                 .map(|_| AtomicPtr::new(std::ptr::null_mut()))
@@ -178,6 +193,18 @@ impl Builder {
             rt.threads.push(t);
         }
         Ok(rt)
+    }
+}
+
+impl Builder {
+    /// Whether rescue is on: always, but under loom where a model may turn
+    /// it on (`rescue`).
+    #[inline]
+    fn rescue_on(&self) -> bool {
+        #[cfg(loom)]
+        return self.rescue;
+        #[cfg(not(loom))]
+        true
     }
 }
 

@@ -198,6 +198,21 @@ impl Shared {
             return Err(task);
         }
         self.injector.push(task);
+        if self.is_shutdown() {
+            // A push racing the runtime's drop (a wake from another
+            // thread, a spawn through a `Handle`): the drop's drain may be
+            // over already, and an entry left in the injector would keep
+            // its task, and through it this `Shared`, alive for good (loom
+            // model `loom_rt_shutdown_racing_a_wake_drops_the_parked_task_once`).
+            // As in `spawn`: SeqCst fence against `stop_and_drain`'s
+            // (Dekker): either its drain sees our push, or we see
+            // `workers_stopped` and drain ourselves.
+            fence(Ordering::SeqCst);
+            if self.workers_stopped.load(Ordering::SeqCst) {
+                self.drain_tasks();
+            }
+            return Ok(());
+        }
         self.notify_idle();
         Ok(())
     }
