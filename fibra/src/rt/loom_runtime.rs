@@ -10,12 +10,24 @@
 //! leak (loom also reports a leaked run queue, its `Arc` being loom's).
 
 use super::{Runtime, Shared};
-use crate::loom::model;
 use crate::loom::{Arc, AtomicUsize, Ordering, thread};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Weak;
 use std::task::{Context, Poll, Waker};
+
+/// Runs `f` under loom with preemption bound 2 (or `LOOM_MAX_PREEMPTIONS`):
+/// a whole runtime makes a hundred or so loom operations per model, and
+/// each bound more multiplies the interleavings by about twenty (bound 3:
+/// minutes per model on a 2-core machine; tokio's runtime models run with
+/// bound 2 in CI too).
+fn model(f: impl Fn() + Sync + Send + 'static) {
+    let mut b = loom::model::Builder::new();
+    if b.preemption_bound.is_none() {
+        b.preemption_bound = Some(2);
+    }
+    b.check(f);
+}
 
 /// A two-worker runtime, and a weak reference to its shared state.
 fn runtime() -> (Runtime, Weak<Shared>) {

@@ -13,8 +13,14 @@
 //! # Invariants (the loom stand-ins)
 //!
 //! * Each queue is one `VecDeque` behind one loom `Mutex`; every operation
-//!   holds that lock and no other, so two workers stealing from each other
-//!   cannot deadlock.
+//!   but `is_empty` and `len` holds that lock and no other, so two workers
+//!   stealing from each other cannot deadlock.
+//! * `len` mirrors the queue's length: stored (Release) under the lock after
+//!   every change, loaded (Acquire) without it, as crossbeam's `is_empty`
+//!   and `len` load its indices without a lock. A look at a queue's length
+//!   therefore synchronises only with the change it reads, never with the
+//!   lock's later holders: the idle protocol's Dekker check (`idle.rs`)
+//!   must hold by its own fences, as it must over crossbeam's queues.
 //! * A `Worker` and its `Stealer`s share one queue, FIFO (`new_fifo`): the
 //!   owner pops from the front, where stealers steal too.
 //! * `steal_batch_and_pop` takes its batch out of the source under the
@@ -33,7 +39,7 @@ pub(crate) use crossbeam_deque::Steal;
 #[cfg(loom)]
 mod model {
     use super::Steal;
-    use crate::loom::{Arc, Mutex, lock};
+    use crate::loom::{Arc, AtomicUsize, Mutex, MutexGuard, Ordering, lock};
     use std::collections::VecDeque;
 
     /// The most entries a batch steal moves, besides the one it returns
@@ -42,23 +48,41 @@ mod model {
 
     /// One queue: the shared part of a `Worker` and its `Stealer`s, or an
     /// `Injector`.
-    struct Queue<T>(Mutex<VecDeque<T>>);
+    struct Queue<T> {
+        q: Mutex<VecDeque<T>>,
+        len: AtomicUsize,
+    }
 
     impl<T> Queue<T> {
         fn new() -> Self {
-            Self(Mutex::new(VecDeque::new()))
+            Self {
+                q: Mutex::new(VecDeque::new()),
+                len: AtomicUsize::new(0),
+            }
+        }
+
+        /// Publishes the length after a change, under the lock.
+        fn publish(&self, q: &MutexGuard<'_, VecDeque<T>>) {
+            // Release: pairs with `len`'s Acquire (module invariants).
+            self.len.store(q.len(), Ordering::Release);
         }
 
         fn push(&self, t: T) {
-            lock(&self.0).push_back(t);
+            let mut q = lock(&self.q);
+            q.push_back(t);
+            self.publish(&q);
         }
 
         fn pop(&self) -> Option<T> {
-            lock(&self.0).pop_front()
+            let mut q = lock(&self.q);
+            let t = q.pop_front();
+            self.publish(&q);
+            t
         }
 
         fn len(&self) -> usize {
-            lock(&self.0).len()
+            // Acquire: pairs with `publish`'s Release.
+            self.len.load(Ordering::Acquire)
         }
 
         fn steal(&self) -> Steal<T> {
@@ -69,16 +93,19 @@ mod model {
         /// first) into `dest`, and returns the first.
         fn steal_batch_and_pop(&self, dest: &Worker<T>) -> Steal<T> {
             let (first, batch) = {
-                let mut q = lock(&self.0);
+                let mut q = lock(&self.q);
                 let Some(first) = q.pop_front() else {
                     return Steal::Empty;
                 };
                 let n = (q.len() / 2).min(MAX_BATCH);
-                (first, q.drain(..n).collect::<Vec<_>>())
+                let batch = q.drain(..n).collect::<Vec<_>>();
+                self.publish(&q);
+                (first, batch)
             };
             if !batch.is_empty() {
-                let mut d = lock(&dest.0.0);
+                let mut d = lock(&dest.0.q);
                 d.extend(batch);
+                dest.0.publish(&d);
             }
             Steal::Success(first)
         }
