@@ -31,7 +31,13 @@ fn model(f: impl Fn() + Sync + Send + 'static) {
 
 /// A two-worker runtime, and a weak reference to its shared state.
 fn runtime() -> (Runtime, Weak<Shared>) {
-    let rt = Runtime::builder().workers(2).build().unwrap();
+    with_rescue(false)
+}
+
+/// As [`runtime`], with idle workers ticking and rescuing (`rescue.rs`):
+/// off in the other models (`Builder::rescue`).
+fn with_rescue(on: bool) -> (Runtime, Weak<Shared>) {
+    let rt = Runtime::builder().workers(2).rescue(on).build().unwrap();
     let weak = std::sync::Arc::downgrade(&rt.shared);
     (rt, weak)
 }
@@ -98,24 +104,34 @@ fn loom_rt_ping_pong_across_workers_delivers_each_message_once() {
     // worker while the sleeper's worker retains it, releases it, searches
     // or parks. Every message arrives once, both tasks finish, and the
     // runtime then shuts down clean.
-    model(|| {
-        let (rt, weak) = runtime();
-        let sum = rt.block_on(async {
-            let (ping_tx, ping_rx) = crate::channel::<u32>();
-            let (pong_tx, pong_rx) = crate::channel::<u32>();
-            let echo = crate::spawn(async move {
-                let v = ping_rx.recv().await.unwrap();
-                pong_tx.send(v + 1).await.unwrap();
-            });
-            ping_tx.send(1).await.unwrap();
-            let back = pong_rx.recv().await.unwrap();
-            echo.await.unwrap();
-            back
+    model(|| ping_pong(runtime()));
+}
+
+#[test]
+fn loom_rt_ping_pong_with_rescue_on_delivers_each_message_once() {
+    // The same with rescue on: every section of a worker's loop is a pair
+    // of fences, idle workers count as ticking, and a worker woken for
+    // work wakes a watchdog, which then tries to freeze the other.
+    model(|| ping_pong(with_rescue(true)));
+}
+
+/// The ping-pong of the two models above, on `rt`.
+fn ping_pong((rt, weak): (Runtime, Weak<Shared>)) {
+    let sum = rt.block_on(async {
+        let (ping_tx, ping_rx) = crate::channel::<u32>();
+        let (pong_tx, pong_rx) = crate::channel::<u32>();
+        let echo = crate::spawn(async move {
+            let v = ping_rx.recv().await.unwrap();
+            pong_tx.send(v + 1).await.unwrap();
         });
-        assert_eq!(sum, 2);
-        drop(rt);
-        assert!(weak.upgrade().is_none(), "the runtime's state leaked");
+        ping_tx.send(1).await.unwrap();
+        let back = pong_rx.recv().await.unwrap();
+        echo.await.unwrap();
+        back
     });
+    assert_eq!(sum, 2);
+    drop(rt);
+    assert!(weak.upgrade().is_none(), "the runtime's state leaked");
 }
 
 #[test]
