@@ -95,7 +95,7 @@ impl Builder {
 
     /// Under loom: whether idle workers tick and rescue stuck workers'
     /// private tasks (`rescue.rs`), as they always do otherwise.
-    #[cfg(loom)]
+    #[cfg(all(loom, test))]
     pub(crate) fn rescue(mut self, on: bool) -> Self {
         self.rescue = on;
         self

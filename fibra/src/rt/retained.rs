@@ -177,7 +177,7 @@ impl Retained {
     }
 
     /// How many tasks are retained.
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn len(&self) -> u32 {
         self.held.get()
     }

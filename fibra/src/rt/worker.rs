@@ -238,7 +238,7 @@ impl WorkerCtx {
     }
 
     /// How many tasks this worker retains.
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn retained_count(&self) -> u32 {
         self.retained.len()
     }
