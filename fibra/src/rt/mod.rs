@@ -75,8 +75,9 @@ pub(crate) struct Shared {
     /// Set by `Runtime::drop` once every worker thread has stopped: from
     /// then on nothing runs a task, and shutdown may cancel them.
     workers_stopped: AtomicBool,
-    /// Serialises `drain_tasks`: the runtime's drop and a spawn racing it
-    /// may both drain, and a task must be cancelled by one of them only.
+    /// Serialises `drain_tasks`: the runtime's drop and a push racing it
+    /// (a spawn, a wake from another thread: `inject`) may both drain, and
+    /// a task must be cancelled by one of them only.
     drain_lock: Mutex<()>,
     /// Task memory, one heap per worker (`task_alloc.rs`).
     heaps: Box<[task_alloc::Heap]>,
