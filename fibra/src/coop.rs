@@ -12,7 +12,7 @@ use std::cell::Cell;
 const BUDGET: u32 = 128;
 const UNLIMITED: u32 = u32::MAX;
 
-thread_local! {
+crate::loom::thread_local! {
     static LEFT: Cell<u32> = const { Cell::new(UNLIMITED) };
 }
 

@@ -5,7 +5,11 @@
 //! interleavings of the real code; otherwise they are the standard library's.
 //! Spin loops call [`spin_wait`], which under loom yields to the model checker
 //! (a busy loop would never terminate there). Every loom model in the crate
-//! runs through [`model`].
+//! runs through [`model`]. Thread-local storage goes
+//! through [`thread_local!`] (loom runs its threads as coroutines on one OS
+//! thread, so `std`'s thread-locals would be shared between model threads),
+//! and the runtime reads the clock through [`Instant`] (under loom no clock
+//! is read: see there).
 
 #[cfg(loom)]
 pub(crate) use loom::{
@@ -32,8 +36,60 @@ pub(crate) fn model(f: impl Fn() + Sync + Send + 'static) {
 pub(crate) use std::{
     sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering, fence},
     sync::{Arc, Condvar, Mutex, MutexGuard},
-    thread,
+    thread, thread_local,
+    time::Instant,
 };
+
+/// loom's `thread_local!`, which takes the `const { .. }` initialisers of
+/// fibra's thread-locals without the `const`.
+#[cfg(loom)]
+macro_rules! loom_thread_local {
+    ($(#[$attr:meta])* $vis:vis static $name:ident: $t:ty = const { $init:expr };) => {
+        loom::thread_local! { $(#[$attr])* $vis static $name: $t = $init; }
+    };
+}
+
+#[cfg(loom)]
+pub(crate) use loom_thread_local as thread_local;
+
+/// `std::time::Instant` under loom: a model must replay the same way on
+/// every execution, so no clock is read. Every instant is the same one, and
+/// every delay counts as elapsed ([`Instant::elapsed`] is `Duration::MAX`):
+/// a wait for time to pass (the runtime's backlog offer) is over at its
+/// first check. Timed parks wait untimed (`rt/park.rs`).
+#[cfg(loom)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct Instant(());
+
+#[cfg(loom)]
+impl Instant {
+    pub(crate) fn now() -> Self {
+        Instant(())
+    }
+
+    pub(crate) fn elapsed(&self) -> std::time::Duration {
+        std::time::Duration::MAX
+    }
+}
+
+/// What is left until a deadline: nothing (every delay elapsed).
+#[cfg(loom)]
+impl std::ops::Sub for Instant {
+    type Output = std::time::Duration;
+
+    fn sub(self, _: Instant) -> std::time::Duration {
+        std::time::Duration::ZERO
+    }
+}
+
+#[cfg(loom)]
+impl std::ops::Add<std::time::Duration> for Instant {
+    type Output = Instant;
+
+    fn add(self, _: std::time::Duration) -> Instant {
+        self
+    }
+}
 
 /// `std`'s `UnsafeCell` with loom's closure-based access API, so the same code
 /// compiles in both worlds and loom can check every access for races.

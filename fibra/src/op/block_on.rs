@@ -5,7 +5,9 @@
 //! between a poll returning `Pending` and the thread parking is never lost:
 //! the thread sees the flag and polls again instead of parking.
 
-use crate::loom::{AtomicBool, Ordering, thread};
+#[cfg(not(loom))]
+use crate::loom::thread;
+use crate::loom::{AtomicBool, Ordering};
 use std::future::Future;
 use std::pin::pin;
 use std::sync::Arc as StdArc;
@@ -46,7 +48,7 @@ thread_local! {
     });
 }
 
-thread_local! {
+crate::loom::thread_local! {
     /// Set on threads that run fibra's async tasks, where parking would
     /// stall every task of the worker.
     static FORBIDDEN: std::cell::Cell<Option<&'static str>> = const { std::cell::Cell::new(None) };

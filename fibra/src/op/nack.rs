@@ -23,7 +23,7 @@ use std::cell::Cell;
 use std::marker::PhantomPinned;
 use std::pin::Pin;
 
-thread_local! {
+crate::loom::thread_local! {
     /// Set while the try phase unwinds from a `wrap` function, i.e. after a
     /// commit, until the perform's [`withdraw_unwound`] clears it.
     static COMMIT_UNWINDING: Cell<bool> = const { Cell::new(false) };

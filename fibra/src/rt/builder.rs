@@ -1,8 +1,8 @@
 //! `Builder`: configure and start a runtime.
 
+use super::queue::{Injector, Worker as Deque};
 use super::{Flavor, Idle, MAX_WORKERS, Parker, Registry, Runtime, Shared, WorkerCtx};
-use crate::loom::{AtomicBool, AtomicUsize};
-use crossbeam_deque::{Injector, Worker as Deque};
+use crate::loom::{AtomicBool, AtomicPtr, AtomicUsize, Mutex};
 use std::sync::Arc;
 
 /// Configures a [`Runtime`].
@@ -26,6 +26,11 @@ pub struct Builder {
     thread_name: String,
     pin_cores: bool,
     stack_size: Option<usize>,
+    /// Under loom, whether idle workers tick and rescue (`rescue.rs`): off
+    /// unless a model asks, as its barriers and ticks multiply the
+    /// interleavings of every model (the freeze has a model of its own).
+    #[cfg(loom)]
+    rescue: bool,
 }
 
 impl Default for Builder {
@@ -43,6 +48,8 @@ impl Builder {
             thread_name: "fibra-worker".to_string(),
             pin_cores: false,
             stack_size: None,
+            #[cfg(loom)]
+            rescue: false,
         }
     }
 
@@ -86,6 +93,14 @@ impl Builder {
         self
     }
 
+    /// Under loom: whether idle workers tick and rescue stuck workers'
+    /// private tasks (`rescue.rs`), as they always do otherwise.
+    #[cfg(all(loom, test))]
+    pub(crate) fn rescue(mut self, on: bool) -> Self {
+        self.rescue = on;
+        self
+    }
+
     /// Starts the runtime.
     ///
     /// # Errors
@@ -117,7 +132,7 @@ impl Builder {
             tasks: Registry::new(),
             shutdown: AtomicBool::new(false),
             workers_stopped: AtomicBool::new(false),
-            drain_lock: std::sync::Mutex::new(()),
+            drain_lock: Mutex::new(()),
             heaps: (0..n).map(|_| super::task_alloc::Heap::new()).collect(),
             retained_woken: (0..n).map(|_| Default::default()).collect(),
             workers_running: AtomicUsize::new(match self.flavor {
@@ -125,10 +140,10 @@ impl Builder {
                 Flavor::MultiThread => n,
             }),
             drain_on_stop: AtomicBool::new(false),
-            rescuable: self.flavor == Flavor::MultiThread && n > 1,
+            rescuable: self.flavor == Flavor::MultiThread && n > 1 && self.rescue_on(),
             watches: (0..n).map(|_| Default::default()).collect(),
             workers_ctx: (0..n)
-                .map(|_| std::sync::atomic::AtomicPtr::new(std::ptr::null_mut()))
+                .map(|_| AtomicPtr::new(std::ptr::null_mut()))
                 .collect(),
             ticking: AtomicUsize::new(0),
         });
@@ -143,13 +158,14 @@ impl Builder {
         };
         if self.flavor == Flavor::CurrentThread {
             let local = locals.into_iter().next().expect("one local queue");
-            rt.ct_local = Some(std::sync::Mutex::new(Some(local)));
+            rt.ct_local = Some(Mutex::new(Some(local)));
             return Ok(rt);
         }
         for (index, local) in locals.into_iter().enumerate() {
             let shared = shared.clone();
             let pin = self.pin_cores.then_some(index % cores);
-            let mut b = std::thread::Builder::new().name(format!("{}-{index}", self.thread_name));
+            let mut b =
+                crate::loom::thread::Builder::new().name(format!("{}-{index}", self.thread_name));
             if let Some(s) = self.stack_size {
                 b = b.stack_size(s);
             }
@@ -180,7 +196,19 @@ impl Builder {
     }
 }
 
-#[cfg(target_os = "linux")]
+impl Builder {
+    /// Whether rescue is on: always, but under loom where a model may turn
+    /// it on (`rescue`).
+    #[inline]
+    fn rescue_on(&self) -> bool {
+        #[cfg(loom)]
+        return self.rescue;
+        #[cfg(not(loom))]
+        true
+    }
+}
+
+#[cfg(all(target_os = "linux", not(loom)))]
 fn pin_to_core(core: usize) {
     // SAFETY: `cpu_set_t` is plain data; zeroed is the empty set, CPU_SET
     // writes within it for `core < CPU_SETSIZE`, and sched_setaffinity only
@@ -195,5 +223,7 @@ fn pin_to_core(core: usize) {
     }
 }
 
-#[cfg(not(target_os = "linux"))]
+/// No pinning elsewhere, nor under loom (its threads are coroutines on
+/// the model's own thread).
+#[cfg(any(not(target_os = "linux"), loom))]
 fn pin_to_core(_core: usize) {}

@@ -30,13 +30,15 @@
 //! stuck in a long poll), `idle.rs` (searching and
 //! sleeping workers), `park.rs` (a worker's parker), `registry.rs` (every
 //! live task, for shutdown), `blocking.rs` (the pool for blocking calls),
-//! `join.rs` (`JoinHandle` and its op).
+//! `join.rs` (`JoinHandle` and its op), `queue.rs` (the run queues'
+//! types: crossbeam's, or loom-visible stand-ins under `--cfg loom`).
 
 mod blocking;
 mod builder;
 mod idle;
 mod join;
 mod park;
+mod queue;
 mod registry;
 mod rescue;
 mod retained;
@@ -50,10 +52,10 @@ pub use builder::Builder;
 pub use join::JoinError;
 pub use join::{JoinHandle, JoinOp};
 
-use crate::loom::{AtomicBool, Ordering, fence};
-use crossbeam_deque::Injector;
+use crate::loom::{AtomicBool, AtomicPtr, Mutex, Ordering, fence, lock};
 use idle::Idle;
 use park::Parker;
+use queue::{Injector, Stealer};
 use registry::Registry;
 use std::future::Future;
 use std::pin::Pin;
@@ -65,7 +67,7 @@ use worker::{WorkerCtx, with_current};
 /// State shared by a runtime's workers, handles and tasks.
 pub(crate) struct Shared {
     injector: Injector<TaskRef>,
-    stealers: Vec<crossbeam_deque::Stealer<TaskRef>>,
+    stealers: Vec<Stealer<TaskRef>>,
     parkers: Vec<Parker>,
     idle: Idle,
     tasks: Registry,
@@ -73,9 +75,10 @@ pub(crate) struct Shared {
     /// Set by `Runtime::drop` once every worker thread has stopped: from
     /// then on nothing runs a task, and shutdown may cancel them.
     workers_stopped: AtomicBool,
-    /// Serialises `drain_tasks`: the runtime's drop and a spawn racing it
-    /// may both drain, and a task must be cancelled by one of them only.
-    drain_lock: std::sync::Mutex<()>,
+    /// Serialises `drain_tasks`: the runtime's drop and a push racing it
+    /// (a spawn, a wake from another thread: `inject`) may both drain, and
+    /// a task must be cancelled by one of them only.
+    drain_lock: Mutex<()>,
     /// Task memory, one heap per worker (`task_alloc.rs`).
     heaps: Box<[task_alloc::Heap]>,
     /// Whether workers may rescue each other's private tasks (`rescue.rs`):
@@ -85,7 +88,7 @@ pub(crate) struct Shared {
     watches: Box<[crossbeam_utils::CachePadded<rescue::Watch>]>,
     /// Each multi-thread worker's context while its loop runs, for a
     /// rescuer holding it frozen (`rescue.rs`).
-    workers_ctx: Box<[std::sync::atomic::AtomicPtr<WorkerCtx>]>,
+    workers_ctx: Box<[AtomicPtr<WorkerCtx>]>,
     /// Idle workers sleeping for a tick (watching the others) rather than
     /// until woken.
     ticking: crate::loom::AtomicUsize,
@@ -196,6 +199,21 @@ impl Shared {
             return Err(task);
         }
         self.injector.push(task);
+        if self.is_shutdown() {
+            // A push racing the runtime's drop (a wake from another
+            // thread, a spawn through a `Handle`): the drop's drain may be
+            // over already, and an entry left in the injector would keep
+            // its task, and through it this `Shared`, alive for good (loom
+            // model `loom_rt_shutdown_racing_a_wake_drops_the_parked_task_once`).
+            // As in `spawn`: SeqCst fence against `stop_and_drain`'s
+            // (Dekker): either its drain sees our push, or we see
+            // `workers_stopped` and drain ourselves.
+            fence(Ordering::SeqCst);
+            if self.workers_stopped.load(Ordering::SeqCst) {
+                self.drain_tasks();
+            }
+            return Ok(());
+        }
         self.notify_idle();
         Ok(())
     }
@@ -260,7 +278,7 @@ impl Shared {
     /// this repeats until both are empty; `shutdown` of a task already shut
     /// down does nothing.
     fn drain_tasks(&self) {
-        let _one_at_a_time = self.drain_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let _one_at_a_time = lock(&self.drain_lock);
         loop {
             let mut tasks = self.tasks.drain();
             self.drain_queues(&mut tasks);
@@ -278,7 +296,7 @@ impl Shared {
     /// outlives its worker through the stealer kept here, and each entry
     /// holds its task, which holds this `Shared`.
     fn drain_queues(&self, into: &mut Vec<TaskRef>) {
-        use crossbeam_deque::Steal;
+        use queue::Steal;
         let mut take = |steal: &dyn Fn() -> Steal<TaskRef>| loop {
             match steal() {
                 Steal::Success(t) => into.push(t),
@@ -321,9 +339,9 @@ enum Flavor {
 pub struct Runtime {
     shared: Arc<Shared>,
     flavor: Flavor,
-    threads: Vec<std::thread::JoinHandle<()>>,
+    threads: Vec<crate::loom::thread::JoinHandle<()>>,
     /// The current-thread flavour's local queue, used by `block_on`.
-    ct_local: Option<std::sync::Mutex<Option<crossbeam_deque::Worker<TaskRef>>>>,
+    ct_local: Option<Mutex<Option<queue::Worker<TaskRef>>>>,
 }
 
 impl Runtime {
@@ -409,14 +427,12 @@ impl Runtime {
     fn run_current_thread<T>(&self, mut handle: JoinHandle<T>) -> Result<T, JoinError> {
         crate::op::check_blocking_allowed();
         let slot = self.ct_local.as_ref().expect("current-thread runtime");
-        let local = slot
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
+        let local = lock(slot)
             .take()
             .expect("one `block_on` at a time on a current-thread runtime");
         let ctx = WorkerCtx::new(self.shared.clone(), 0, local);
         ctx.enter(|| ctx.run(|| handle.is_finished()));
-        *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(ctx.into_local());
+        *lock(slot) = Some(ctx.into_local());
         let waker = std::task::Waker::noop();
         match Pin::new(&mut handle).poll(&mut Context::from_waker(waker)) {
             Poll::Ready(out) => out,
@@ -656,3 +672,5 @@ pub async fn yield_now() {
 
 #[cfg(all(test, loom))]
 mod loom_models;
+#[cfg(all(test, loom))]
+mod loom_runtime;

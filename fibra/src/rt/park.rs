@@ -1,9 +1,14 @@
 //! A worker's parker: sleep until unparked (or a deadline), with a token so
 //! an unpark that arrives before the park is not lost and spurious condvar
 //! wake-ups never return early.
+//!
+//! Under loom a timed park waits untimed: loom's `Condvar::wait_timeout`
+//! never times out, and its `Instant` never passes a deadline
+//! (`crate::loom::Instant`). A worker parked for a tick then sleeps until
+//! woken (for work, as a watchdog, or by shutdown, which unparks every
+//! worker), so the models never depend on a tick coming.
 
-use crate::loom::{Condvar, Mutex, lock};
-use std::time::Instant;
+use crate::loom::{Condvar, Instant, Mutex, lock};
 
 #[derive(Default)]
 pub(crate) struct Parker {
@@ -16,6 +21,8 @@ impl Parker {
     /// Sleeps until unparked or `deadline` passes; consumes the token.
     pub(crate) fn park(&self, deadline: Option<Instant>) {
         let mut token = lock(&self.token);
+        #[cfg(loom)]
+        let deadline: Option<Instant> = deadline.and(None);
         while !*token {
             match deadline {
                 None => {

@@ -469,7 +469,7 @@ impl Heap {
     }
 
     /// Pages in the lists (not current, not spare): for tests.
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     fn listed_pages(&self) -> usize {
         // SAFETY: tests call this on the heap's worker thread.
         let inner = unsafe { self.inner() };

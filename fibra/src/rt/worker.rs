@@ -39,21 +39,29 @@
 //!   it polls (`outside`).
 
 use super::Shared;
+use super::queue::{Steal, Worker as Deque};
 use super::rescue::{QUIET_TICKS, TICK, Watch};
 use super::retained::Retained;
 use super::task::{IdleRun, TaskRef};
-use crossbeam_deque::{Steal, Worker as Deque};
+use crate::loom::{Instant, Ordering};
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::ptr::NonNull;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
-use std::time::Instant;
 
+// Under loom the limits shrink so that a model with a few tasks reaches
+// the paths behind them (as tokio shrinks its queues under loom); the
+// logic is the same.
+#[cfg(not(loom))]
 const MAX_NEXT_STREAK: u32 = 16;
+#[cfg(loom)]
+const MAX_NEXT_STREAK: u32 = 2;
 /// Tasks displaced from `next` wait in the worker's private `hot` queue, up
 /// to this many; beyond, they go to the stealable queue.
+#[cfg(not(loom))]
 const HOT_MAX: usize = 256;
+#[cfg(loom)]
+const HOT_MAX: usize = 1;
 /// Every this many ticks the stealable queue goes before the hot one.
 const LOCAL_FIRST_INTERVAL: u32 = 31;
 const INJECTOR_INTERVAL: u32 = 61;
@@ -61,11 +69,21 @@ const INJECTOR_INTERVAL: u32 = 61;
 /// yields: some microseconds in all, less than the OS wake-up a parked
 /// worker needs when work appears again, and few enough that an idle
 /// worker does not burn a core (the benchmark log has the measurements).
+#[cfg(not(loom))]
 const SEARCH_ROUNDS: u32 = 16;
+/// Under loom each round is a yield to the model checker: one round, then
+/// the worker sleeps (the sleep protocol is what the models check).
+#[cfg(loom)]
+const SEARCH_ROUNDS: u32 = 1;
 /// A worker offers work to a sleeping one only when its stealable queue
 /// holds more than this many tasks: a sleeper costs an OS wake-up (tens of
 /// µs), which a handful of short tasks never repays.
+#[cfg(not(loom))]
 const OFFER_MIN: usize = 16;
+/// Under loom a backlog of two offers (time counts as elapsed there:
+/// `crate::loom::Instant`), so models reach the offer.
+#[cfg(loom)]
+const OFFER_MIN: usize = 1;
 /// ... and only once that backlog has lasted this long: a burst of short
 /// tasks (a collector spawning 100 senders that all talk back to it) is
 /// over before a woken worker could help, and stealing half of it only
@@ -94,7 +112,7 @@ pub(crate) struct WorkerCtx {
     tick: Cell<u32>,
     /// When the stealable queue last grew past `OFFER_MIN` without an offer
     /// made since (see `OFFER_DELAY`).
-    backlog_since: Cell<Option<std::time::Instant>>,
+    backlog_since: Cell<Option<Instant>>,
     /// Set while a task that just finished wakes its joiners: those wakes
     /// go to the back of the queue (see `schedule_woken`).
     finishing: Cell<bool>,
@@ -114,7 +132,7 @@ pub(crate) struct WorkerCtx {
     seen_total: Cell<usize>,
 }
 
-thread_local! {
+crate::loom::thread_local! {
     static CURRENT: Cell<*const WorkerCtx> = const { Cell::new(std::ptr::null()) };
 }
 
@@ -220,7 +238,7 @@ impl WorkerCtx {
     }
 
     /// How many tasks this worker retains.
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn retained_count(&self) -> u32 {
         self.retained.len()
     }
@@ -355,7 +373,7 @@ impl WorkerCtx {
     fn offer_work(&self) {
         if self.shared.stealers.len() > 1 && self.local.len() > OFFER_MIN {
             match self.backlog_since.get() {
-                None => self.backlog_since.set(Some(std::time::Instant::now())),
+                None => self.backlog_since.set(Some(Instant::now())),
                 Some(_) if self.local.len() % PUSH_CHECK_EVERY == 0 => self.check_backlog(),
                 Some(_) => {}
             }
@@ -374,7 +392,7 @@ impl WorkerCtx {
             self.shared.notify_idle();
             // Still there after another delay (the helper went back to
             // sleep, or there was none): offer again.
-            self.backlog_since.set(Some(std::time::Instant::now()));
+            self.backlog_since.set(Some(Instant::now()));
         }
     }
 
@@ -504,7 +522,7 @@ impl WorkerCtx {
                     // Inside the loop's section: no rescuer holds us
                     // frozen while the pointer goes.
                     ctx.shared.workers_ctx[ctx.index]
-                        .store(std::ptr::null_mut(), std::sync::atomic::Ordering::Relaxed);
+                        .store(std::ptr::null_mut(), Ordering::Relaxed);
                     watch.leave(ctx.seq.get().wrapping_add(1));
                 }
             }
@@ -514,10 +532,8 @@ impl WorkerCtx {
             self.seq.set(self.seq.get().wrapping_add(1));
             // Relaxed: rescuers read it only after a freeze, whose Acquire
             // load of our `seq` comes after this section's Release leave.
-            self.shared.workers_ctx[self.index].store(
-                std::ptr::from_ref(self).cast_mut(),
-                std::sync::atomic::Ordering::Relaxed,
-            );
+            self.shared.workers_ctx[self.index]
+                .store(std::ptr::from_ref(self).cast_mut(), Ordering::Relaxed);
         }
         let _stop = Stop(self);
         let mut searching = false;
@@ -641,7 +657,7 @@ impl WorkerCtx {
                 continue;
             };
             // Relaxed: see `run`; the freeze ordered its store before us.
-            let victim = self.shared.workers_ctx[j].load(std::sync::atomic::Ordering::Relaxed);
+            let victim = self.shared.workers_ctx[j].load(Ordering::Relaxed);
             // SAFETY: a worker clears its pointer inside a section before
             // its context goes, and we hold it frozen outside every section.
             if let Some(victim) = unsafe { victim.as_ref() } {

@@ -6,10 +6,39 @@ use std::mem::ManuallyDrop;
 use std::ptr::NonNull;
 use std::task::{RawWaker, RawWakerVTable};
 
+#[cfg(not(loom))]
 thread_local! {
     /// The task whose run on this thread may donate its reference to the
     /// first clone of its waker (module docs), or null.
     pub(super) static DONATE: Cell<*const ()> = const { Cell::new(std::ptr::null()) };
+}
+
+/// Under loom `DONATE` is a loom thread-local (one per model thread), whose
+/// key has only `with`: this stands in for `std`'s `Cell` accessors.
+#[cfg(loom)]
+pub(super) static DONATE: Donate = Donate;
+
+#[cfg(loom)]
+crate::loom::thread_local! {
+    static DONATE_CELL: Cell<*const ()> = const { Cell::new(std::ptr::null()) };
+}
+
+#[cfg(loom)]
+pub(super) struct Donate;
+
+#[cfg(loom)]
+impl Donate {
+    pub(super) fn get(&self) -> *const () {
+        DONATE_CELL.with(Cell::get)
+    }
+
+    pub(super) fn set(&self, p: *const ()) {
+        DONATE_CELL.with(|c| c.set(p));
+    }
+
+    pub(super) fn replace(&self, p: *const ()) -> *const () {
+        DONATE_CELL.with(|c| c.replace(p))
+    }
 }
 
 impl TaskRef {
