@@ -113,6 +113,11 @@ impl Idle {
         fence(Ordering::SeqCst);
     }
 
+    /// Whether `index` is still a registered sleeper (no waker took it).
+    pub(crate) fn is_sleeper(&self, index: usize) -> bool {
+        lock(&self.sleepers).contains(&index)
+    }
+
     /// Takes `index` back out of the sleepers (it found work in its final
     /// look). Returns false if a waker already removed it: then it was
     /// counted as a searcher and a wake-up is on its way.

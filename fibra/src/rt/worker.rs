@@ -124,8 +124,10 @@ pub(crate) struct WorkerCtx {
     watch: Option<NonNull<Watch>>,
     /// Our `seq` in our `Watch` (`rescue.rs`): odd inside a section.
     seq: Cell<usize>,
-    /// As a rescuer: each worker's `seq` at our previous tick.
+    /// As a rescuer: each worker's `seq` at our previous tick, and for how
+    /// many ticks in a row it has not moved.
     seen_seq: Box<[Cell<usize>]>,
+    stuck_ticks: Box<[Cell<u32>]>,
     /// As a rescuer: ticks in a row with no poll anywhere and every other
     /// worker asleep.
     quiet_ticks: Cell<u32>,
@@ -155,6 +157,7 @@ impl WorkerCtx {
                 .then(|| NonNull::from(&*shared.watches[index])),
             seq: Cell::new(0),
             seen_seq: (0..workers).map(|_| Cell::new(usize::MAX)).collect(),
+            stuck_ticks: (0..workers).map(|_| Cell::new(0)).collect(),
             quiet_ticks: Cell::new(0),
             seen_total: Cell::new(0),
             shared,
@@ -574,7 +577,7 @@ impl WorkerCtx {
             unsafe { self.heap().trim() };
             // Final look, then sleep.
             let idle = &self.shared.idle;
-            let tick = self.park_timeout();
+            let tick = self.park_timeout(false);
             // A ticking sleeper goes to the front of the sleepers: a pusher
             // wakes a sleeper from the back, so the watch goes on.
             idle.register_sleeper(self.index, tick.is_some());
@@ -585,23 +588,33 @@ impl WorkerCtx {
             {
                 continue;
             }
-            if tick.is_some() {
-                // SeqCst: see `Shared::ensure_watchdog`.
-                self.shared.ticking.fetch_add(1, Ordering::SeqCst);
-            }
-            self.shared.parkers[self.index].park(tick.map(|d| Instant::now() + d));
-            if tick.is_some() {
-                self.shared.ticking.fetch_sub(1, Ordering::SeqCst);
-            }
-            if idle.unregister_sleeper(self.index) {
-                // Not woken by a pusher (which would have counted us as a
-                // searcher): a tick, or a call to watch.
-                self.rescue();
+            let mut tick = tick;
+            let rescued = loop {
+                if tick.is_some() {
+                    // SeqCst: see `Shared::ensure_watchdog`.
+                    self.shared.ticking.fetch_add(1, Ordering::SeqCst);
+                }
+                self.shared.parkers[self.index].park(tick.map(|d| Instant::now() + d));
+                if tick.is_some() {
+                    self.shared.ticking.fetch_sub(1, Ordering::SeqCst);
+                }
+                if !idle.is_sleeper(self.index) {
+                    // Popped by a pusher, which counted us as a searcher.
+                    break false;
+                }
+                // A tick, or a call to watch: still a sleeper, so no final
+                // look is owed; only a stuck worker's tasks bring us back.
+                if self.rescue() {
+                    break true;
+                }
+                tick = self.park_timeout(true);
+            };
+            if rescued && idle.unregister_sleeper(self.index) {
                 searching = false;
             } else {
                 // Woken for work, which we may then run for long: make
                 // sure an idle worker watches (`rescue.rs`).
-                if self.shared.rescuable {
+                if self.watch.is_some() {
                     self.shared.ensure_watchdog(self.index);
                 }
                 searching = !self.shared.is_shutdown();
@@ -612,18 +625,19 @@ impl WorkerCtx {
     /// How long to sleep when out of work (`rescue.rs`): a tick while
     /// another worker is awake, or was busy in recent ticks; else until
     /// woken.
-    fn park_timeout(&self) -> Option<std::time::Duration> {
-        if !self.shared.rescuable {
-            return None;
-        }
+    /// `registered`: whether we count among the sleepers already.
+    fn park_timeout(&self, registered: bool) -> Option<std::time::Duration> {
+        // Only a worker that can rescue ticks (`rescue.rs`).
+        self.watch?;
         // One watchdog is enough.
         // SeqCst: see `Shared::ensure_watchdog`.
         if self.shared.ticking.load(Ordering::SeqCst) > 0 {
             return None;
         }
         let workers = self.shared.parkers.len();
-        // Another worker is awake (we do not count among the sleepers yet).
-        if self.shared.idle.sleeping() + 1 < workers {
+        // Another worker is awake.
+        let sleeping = self.shared.idle.sleeping() + usize::from(!registered);
+        if sleeping < workers {
             self.quiet_ticks.set(0);
             return Some(TICK);
         }
@@ -643,16 +657,43 @@ impl WorkerCtx {
 
     /// A tick: takes the private runnable tasks of every worker stuck in a
     /// poll since our previous tick into our own queue (`rescue.rs`).
-    fn rescue(&self) {
+    /// Only a stuck worker's tasks are taken: a worker that makes
+    /// progress keeps its stealable queue too (an idle worker otherwise
+    /// joins only through an offer, `OFFER_MIN`). Returns whether anything
+    /// was taken.
+    fn rescue(&self) -> bool {
         if self.watch.is_none() {
-            return;
+            return false;
         }
+        let mut took = false;
         for (j, watch) in self.shared.watches.iter().enumerate() {
-            // In the same poll (an even `seq`) as at our previous tick.
+            // In the same poll (an even `seq`) as at our previous two
+            // ticks: a poll that has lasted a whole tick twice (a shorter
+            // spell, an OS hiccup, would move tasks that talk to the ones
+            // there for nothing).
             let seq = watch.seq();
-            if j == self.index || self.seen_seq[j].replace(seq) != seq || seq % 2 == 1 {
+            let same = self.seen_seq[j].replace(seq) == seq && seq % 2 == 0;
+            let ticks = if same {
+                self.stuck_ticks[j].get() + 1
+            } else {
+                0
+            };
+            self.stuck_ticks[j].set(ticks);
+            if j == self.index || ticks < 2 {
                 continue;
             }
+            // Its stealable queue: what it spawned or requeued before the
+            // poll began.
+            took |= loop {
+                match self.shared.stealers[j].steal_batch_and_pop(&self.local) {
+                    Steal::Success(t) => {
+                        self.local.push(t);
+                        break true;
+                    }
+                    Steal::Empty => break false,
+                    Steal::Retry => {}
+                }
+            };
             let Some(_frozen) = watch.try_freeze() else {
                 continue;
             };
@@ -661,9 +702,13 @@ impl WorkerCtx {
             // SAFETY: a worker clears its pointer inside a section before
             // its context goes, and we hold it frozen outside every section.
             if let Some(victim) = unsafe { victim.as_ref() } {
-                victim.surrender(|t| self.local.push(t));
+                victim.surrender(|t| {
+                    took = true;
+                    self.local.push(t);
+                });
             }
         }
+        took
     }
 
     /// Gives up our private runnable tasks (we are frozen by a rescuer,
