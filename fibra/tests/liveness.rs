@@ -1,6 +1,6 @@
 //! No runnable task waits while a core is idle: a task that becomes
 //! runnable on a worker stuck in a long poll is reached by an idle worker
-//! within about a millisecond (docs/runtime.md, "Idle workers rescue").
+//! within about 1.5 ms (docs/runtime.md, "Idle workers rescue").
 //! Bounds here are generous (a quarter of a second against the half second
 //! or more a stuck task waited), so a loaded machine or a sanitizer build
 //! does not make them flaky.
@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-/// Longer than a rescue ever takes (about 1 ms), shorter than the wait of
+/// Longer than a rescue ever takes (about 1.5 ms), shorter than the wait of
 /// a task stuck behind a long poll (500 ms here, or the 1.5 s cap).
 const BOUND: Duration = Duration::from_millis(250);
 

@@ -7,11 +7,10 @@
 //! read-modify-write. While the worker polls a task that computes for a
 //! long time without yielding, those tasks would wait for the poll to end.
 //! An idle worker rescues them instead: while another worker is awake, an
-//! idle worker parks for at most [`TICK`], and a worker that has been in
-//! the same poll across a whole tick is *stuck*; the idle
-//! worker freezes it, takes its private runnable tasks into its own queue,
-//! and thaws it. (A stuck worker's stealable queue needs no freeze: the
-//! idle worker's regular search steals from it.)
+//! idle worker parks for at most [`TICK`] and stays a sleeper (a tick does
+//! not search), and a worker that has been in the same poll for two ticks
+//! in a row is *stuck*; the idle worker takes its stealable queue, freezes
+//! it, takes its private runnable tasks into its own queue, and thaws it.
 //!
 //! # The freeze: an asymmetric lock
 //!
@@ -50,7 +49,7 @@ use crate::loom::{AtomicBool, AtomicUsize, Ordering, fence};
 use std::time::Duration;
 
 /// The longest an idle worker sleeps while another worker is awake: a
-/// runnable task held by a stuck worker is rescued within two ticks.
+/// runnable task held by a stuck worker is rescued within three ticks.
 pub(crate) const TICK: Duration = Duration::from_micros(500);
 
 /// Ticks without a single poll on any worker after which an idle worker,
