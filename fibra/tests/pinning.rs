@@ -76,6 +76,16 @@ fn flavours() -> Vec<(&'static str, Runtime)> {
     ]
 }
 
+/// Lets a never-finishing `Pinned` be polled (and park) first.
+fn wait_until_polled(rt: &Runtime, seen: &Arc<Mutex<Vec<usize>>>) {
+    let polled = seen.clone();
+    rt.block_on(async move {
+        while polled.lock().unwrap().is_empty() {
+            fibra::yield_now().await;
+        }
+    });
+}
+
 /// Every address recorded (polls, then the drop) is the same one.
 fn assert_one_address(what: &str, seen: &Mutex<Vec<usize>>) {
     let seen = seen.lock().unwrap();
@@ -111,13 +121,7 @@ fn an_aborted_task_drops_its_future_in_place() {
     for (name, rt) in flavours() {
         let seen = Arc::default();
         let h = rt.spawn(Pinned::new(&seen, None, false));
-        // Let it be polled (and park) first.
-        let polled = seen.clone();
-        rt.block_on(async move {
-            while polled.lock().unwrap().is_empty() {
-                fibra::yield_now().await;
-            }
-        });
+        wait_until_polled(&rt, &seen);
         h.abort();
         assert!(rt.block_on(h).unwrap_err().is_cancelled(), "{name}");
         assert_one_address(name, &seen);
@@ -129,12 +133,7 @@ fn shutdown_drops_pending_futures_in_place() {
     for (name, rt) in flavours() {
         let seen = Arc::default();
         let h = rt.spawn(Pinned::new(&seen, None, false));
-        let polled = seen.clone();
-        rt.block_on(async move {
-            while polled.lock().unwrap().is_empty() {
-                fibra::yield_now().await;
-            }
-        });
+        wait_until_polled(&rt, &seen);
         drop(rt);
         assert!(fibra::block_on(h).unwrap_err().is_cancelled(), "{name}");
         assert_one_address(name, &seen);
