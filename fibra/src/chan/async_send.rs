@@ -45,13 +45,14 @@
 use super::SendError;
 use super::meeting::{Chan, Sent, readiness};
 use super::ops::wake;
-use crate::loom::{Arc, Lock, UnsafeCell};
+use crate::loom::{AtomicUsize, Lock, Ordering, UnsafeCell, fence};
 use crate::op::slot::{Slot, put, take};
 use crate::op::state::{OpState, Seen};
 use crate::op::waiter::{Registration, Seeker, WaitQueue};
 use crate::op::{BlockCx, Op, sealed::Sealed};
 use std::future::Future;
 use std::pin::Pin;
+use std::ptr::NonNull;
 use std::task::{Context, Poll, RawWaker, RawWakerVTable, Waker};
 
 /// What became of an asynchronously sent value.
@@ -76,8 +77,12 @@ struct Settle<T> {
 }
 
 /// A value sent asynchronously that waits in the channel's send queue
-/// (module docs).
+/// (module docs). Reached through [`ParcelRef`]s: the receipt's and the
+/// queue's (owned by the parcel's waker).
 struct Parcel<T> {
+    /// References: `Arc`'s protocol, without a weak count, and starting at
+    /// the right number without an atomic read-modify-write.
+    refs: AtomicUsize,
     state: OpState,
     slot: Slot<T>,
     settle: Lock<Settle<T>>,
@@ -90,11 +95,42 @@ unsafe impl<T: Send> Sync for Parcel<T> {}
 // SAFETY: as above.
 unsafe impl<T: Send> Send for Parcel<T> {}
 
+/// An owned, counted reference to a parcel.
+struct ParcelRef<T>(NonNull<Parcel<T>>);
+
+// SAFETY: a shared parcel (see `Parcel`'s impls).
+unsafe impl<T: Send> Send for ParcelRef<T> {}
+// SAFETY: as above.
+unsafe impl<T: Send> Sync for ParcelRef<T> {}
+
+impl<T> std::ops::Deref for ParcelRef<T> {
+    type Target = Parcel<T>;
+
+    fn deref(&self) -> &Parcel<T> {
+        // SAFETY: we own a reference: the parcel is alive.
+        unsafe { self.0.as_ref() }
+    }
+}
+
+impl<T> Drop for ParcelRef<T> {
+    fn drop(&mut self) {
+        // Release: our uses come before the free; the last owner's Acquire
+        // fence pairs with every other owner's Release (as `Arc`).
+        if self.refs.fetch_sub(1, Ordering::Release) != 1 {
+            return;
+        }
+        fence(Ordering::Acquire);
+        // SAFETY: that was the last reference; made by `Box::leak`.
+        drop(unsafe { Box::from_raw(self.0.as_ptr()) });
+    }
+}
+
 impl<T: Send> Parcel<T> {
     /// A parcel with an empty slot (the value goes in under the channel's
-    /// lock), not published.
-    fn new() -> Arc<Self> {
-        Arc::new(Parcel {
+    /// lock), not published: the one reference is the receipt's.
+    fn new() -> ParcelRef<T> {
+        let p = Box::new(Parcel {
+            refs: AtomicUsize::new(1),
             state: OpState::new(),
             slot: UnsafeCell::new(None),
             settle: Lock::new(Settle {
@@ -102,23 +138,28 @@ impl<T: Send> Parcel<T> {
                 waker: None,
                 waiters: None,
             }),
-        })
+        });
+        ParcelRef(NonNull::from(Box::leak(p)))
     }
 
     /// Publishes the parcel's record in `queue` (the channel's send queue,
     /// whose lock the caller holds), its value in its slot already: first
     /// the waker that owns the queue's reference (module docs).
-    fn publish(this: &Arc<Self>, queue: &mut WaitQueue<Slot<T>>) {
-        let raw = RawWaker::new(Arc::into_raw(this.clone()).cast(), &Self::WAKER);
-        // SAFETY: the vtable's functions treat the pointer as the `Arc`'s,
-        // which owns the reference counted by the clone above.
+    fn publish(this: &ParcelRef<T>, queue: &mut WaitQueue<Slot<T>>) {
+        // The queue's reference, counted by a plain store: nobody else can
+        // reach an unpublished parcel. Relaxed: the queue's lock publishes
+        // the parcel, this included.
+        this.refs.store(2, Ordering::Relaxed);
+        let raw = RawWaker::new(this.0.as_ptr().cast_const().cast(), &Self::WAKER);
+        // SAFETY: the vtable's functions treat the pointer as a
+        // `ParcelRef`'s, and the waker owns the reference counted above.
         let waker = unsafe { Waker::from_raw(raw) };
         this.state.set_waker_unpublished(waker);
         queue.push_plain(&this.state, &this.slot);
     }
 
-    /// The parcel's own waker (module docs): its data pointer is an
-    /// `Arc<Parcel<T>>`'s, and it owns that reference.
+    /// The parcel's own waker (module docs): its data pointer is a
+    /// `ParcelRef`'s, and it owns that reference.
     const WAKER: RawWakerVTable = RawWakerVTable::new(
         Self::clone_waker,
         Self::wake,
@@ -126,44 +167,68 @@ impl<T: Send> Parcel<T> {
         Self::drop_waker,
     );
 
+    /// # Safety
+    ///
+    /// `p` is a parcel whose reference the caller owns.
+    unsafe fn from_raw(p: *const ()) -> ParcelRef<T> {
+        // SAFETY: non-null (a parcel), and ours per the caller.
+        ParcelRef(unsafe { NonNull::new_unchecked(p.cast_mut().cast()) })
+    }
+
     unsafe fn clone_waker(p: *const ()) -> RawWaker {
         // SAFETY: the waker we clone owns a reference to the parcel.
-        unsafe { Arc::increment_strong_count(p.cast::<Self>()) };
+        let this = std::mem::ManuallyDrop::new(unsafe { Self::from_raw(p) });
+        // Relaxed: a new reference from one we hold, as `Arc::clone`.
+        this.refs.fetch_add(1, Ordering::Relaxed);
         RawWaker::new(p, &Self::WAKER)
     }
 
     unsafe fn wake(p: *const ()) {
         // SAFETY: the waker owns this reference, which goes here.
-        let this = unsafe { Arc::from_raw(p.cast::<Self>()) };
-        this.settle();
+        Self::settle(unsafe { Self::from_raw(p) });
     }
 
     unsafe fn wake_by_ref(p: *const ()) {
         // SAFETY: the waker keeps the parcel alive during the call.
-        unsafe { &*p.cast::<Self>() }.settle();
+        let this = std::mem::ManuallyDrop::new(unsafe { Self::from_raw(p) });
+        // Relaxed: as `clone_waker`.
+        this.refs.fetch_add(1, Ordering::Relaxed);
+        Self::settle(std::mem::ManuallyDrop::into_inner(this));
     }
 
     unsafe fn drop_waker(p: *const ()) {
         // SAFETY: the waker owns this reference, which goes here.
-        drop(unsafe { Arc::from_raw(p.cast::<Self>()) });
+        drop(unsafe { Self::from_raw(p) });
     }
 
-    /// The record was committed: settles the fate and wakes who waits.
-    fn settle(&self) {
+    /// The record was committed (the queue's reference comes along):
+    /// settles the fate and wakes who waits.
+    fn settle(this: ParcelRef<T>) {
         // Acquire (the load): pairs with the committer's Release store of
         // `SYNCED`, after it took the value (or left it there).
-        if self.state.load() != Seen::Synced(0) {
+        if this.state.load() != Seen::Synced(0) {
+            return;
+        }
+        // Acquire: pairs with the Release decrement of a receipt dropped
+        // on another thread.
+        if this.refs.load(Ordering::Acquire) == 1 {
+            // The receipt is gone and nobody can make a new reference:
+            // nobody to tell. A value left in the slot (every receiver
+            // went) drops with the parcel, taken apart with no atomic.
+            let p = std::mem::ManuallyDrop::new(this);
+            // SAFETY: the last reference; made by `Box::leak`.
+            drop(unsafe { Box::from_raw(p.0.as_ptr()) });
             return;
         }
         let (waker, wakers) = {
-            let mut s = self.settle.lock();
+            let mut s = this.settle.lock();
             if !matches!(s.fate, Fate::InFlight) {
                 return;
             }
             // SAFETY: `SYNCED`, and the record is out of the queue: the
             // slot is ours (module docs); the settle lock makes this the
             // one settling wake.
-            s.fate = match unsafe { take(&self.slot) } {
+            s.fate = match unsafe { take(&this.slot) } {
                 None => Fate::Consumed,
                 Some(v) => Fate::Returned(v),
             };
@@ -173,6 +238,7 @@ impl<T: Send> Parcel<T> {
             }
             (s.waker.take(), wakers)
         };
+        drop(this);
         // The receipt's wakers may be foreign: woken outside the lock.
         crate::wake::wake_all(waker.into_iter().chain(wakers));
     }
@@ -266,7 +332,7 @@ enum Receipt<T> {
     /// Settled when the send committed.
     Now(Option<Result<(), SendError<T>>>),
     /// Carried by a parcel.
-    InFlight(Arc<Parcel<T>>),
+    InFlight(ParcelRef<T>),
 }
 
 impl<T> AsyncSend<T> {
