@@ -166,29 +166,31 @@ fn loom_rt_shutdown_racing_a_wake_drops_the_parked_task_once() {
 }
 
 #[test]
-fn loom_rt_parasite_ending_its_inline_poll_races_a_wake_from_another_thread() {
-    // A task spawns a parasite whose inline first poll receives on a
-    // channel, while a thread outside the runtime sends on it: the send
-    // may meet the parasite's receive in the inline poll, or wake it
-    // while that poll ends (the inline-poll-to-suspended transition), or
-    // after. The value arrives once and the parasite's output is
-    // delivered once.
+fn loom_rt_parasite_ending_its_inline_poll_races_a_wake_from_another_worker() {
+    // A task spawns a sender (onto its stealable queue, where the other
+    // worker may steal it and block in its send, or commit), then a
+    // parasite whose inline first poll receives: the receive may meet the
+    // blocked sender in the inline poll, or the other worker's send may
+    // wake the parasite while that poll ends (the inline-poll-to-suspended
+    // transition), or after. The value arrives once, the parasite's output
+    // is delivered once, its future dropped once.
     model(|| {
         let (rt, weak) = runtime();
         let drops = Arc::new(AtomicUsize::new(0));
-        let (tx, rx) = crate::channel::<u32>();
-        let sender = thread::spawn(move || tx.send_blocking(7));
         let d = drops.clone();
         let got = rt.block_on(async move {
+            let (tx, rx) = crate::channel::<u32>();
+            let sender = crate::spawn(async move { tx.send(7).await });
             let guard = Dropped(d);
             let h = crate::spawn_eager(async move {
                 let _guard = guard;
                 rx.recv().await
             });
-            h.await.unwrap()
+            let got = h.await.unwrap();
+            sender.await.unwrap().unwrap();
+            got
         });
         assert_eq!(got, Ok(7));
-        assert_eq!(sender.join().unwrap(), Ok(()));
         assert_eq!(drops.load(Ordering::SeqCst), 1, "future dropped once");
         drop(rt);
         assert!(weak.upgrade().is_none(), "the runtime's state leaked");
