@@ -256,12 +256,13 @@ fn without_inflation_a_yielding_parasite_costs_no_penalty() {
 }
 
 /// An inflated parasite is stealable: long yielding loops spawned as
-/// parasites by one task end up running on both workers.
+/// parasites by one task (more than a worker keeps before it offers work
+/// to an idle one) end up running on both workers.
 #[test]
 fn inflated_parasites_spread_to_an_idle_worker() {
     let rt = mt2();
     let threads = rt.block_on(async {
-        let hs: Vec<_> = (0..8)
+        let hs: Vec<_> = (0..32)
             .map(|_| {
                 fibra::spawn_eager(async {
                     let mut seen = std::collections::HashSet::new();

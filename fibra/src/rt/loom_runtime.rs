@@ -199,28 +199,28 @@ fn loom_rt_parasite_ending_its_inline_poll_races_a_wake_from_another_worker() {
 
 #[test]
 fn loom_rt_handle_spawn_eager_racing_the_runtimes_drop_runs_or_drops_once() {
-    // A thread outside the runtime spawns a parasite that yields in its
-    // inline poll (so it is registered and requeued from that thread,
-    // under the drain lock) while the runtime drops: it runs to its end or
-    // is cancelled, its future is dropped once, and nothing keeps the
-    // runtime alive.
+    // A thread outside the runtime spawns a parasite that waits in its
+    // inline poll (so that thread registers and releases it, under the
+    // drain lock) while the runtime drops: the parasite is cancelled once,
+    // by the drain or by the spawner if the drain was over, its future is
+    // dropped once, and nothing keeps the runtime alive.
     model(|| {
         let (rt, weak) = runtime();
         let handle = rt.handle();
         let drops = Arc::new(AtomicUsize::new(0));
+        let (tx, rx) = crate::channel::<u32>();
         let d2 = drops.clone();
         let spawner = thread::spawn(move || {
             let guard = Dropped(d2);
             handle.spawn_eager(async move {
                 let _guard = guard;
-                crate::yield_now().await;
+                rx.recv().await
             })
         });
         drop(rt);
         let h = spawner.join().unwrap();
-        if let Err(e) = outcome(h) {
-            assert!(e.is_cancelled());
-        }
+        assert!(outcome(h).unwrap_err().is_cancelled());
+        drop(tx);
         assert_eq!(drops.load(Ordering::SeqCst), 1, "future dropped once");
         assert!(weak.upgrade().is_none(), "the runtime's state leaked");
     });
