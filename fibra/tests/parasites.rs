@@ -561,7 +561,7 @@ fn consumed_op_commits_when_a_receiver_takes_the_value() {
             stop_rx.recv().await.unwrap();
             rx.recv().await
         });
-        // Lost to a receive that commits first: the op is withdrawn.
+        // Not consumed yet: a ready branch wins, and the op is withdrawn.
         let r = fibra::choose((
             receipt.consumed_op().wrap(|_| "consumed"),
             fibra::always("other"),
