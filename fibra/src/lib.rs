@@ -56,10 +56,11 @@ pub mod time;
 mod wake;
 
 pub use chan::{
-    Receiver, RecvError, RecvOp, SendError, SendOp, SendTimeoutError, Sender, TryRecvError,
-    TrySendError, bounded, channel, unbounded,
+    Receiver, RecvError, RecvOp, RecvTimeoutError, SendError, SendOp, SendTimeoutError, Sender,
+    TryRecvError, TrySendError, WeakSender, bounded, channel, unbounded,
 };
-pub use mailbox::{Addr, Exit, Mailbox, Monitor, RecvTimeoutError, bounded_mailbox, mailbox};
+pub use chan::{broadcast, oneshot, watch};
+pub use mailbox::{Addr, Exit, Mailbox, Monitor, bounded_mailbox, mailbox};
 pub use op::{
     Always, BoxOp, Branches, Choose, Guard, Nack, Never, Op, Perform, WithNack, Wrap, always,
     block_on, choose, choose_biased, guard, never, seed_choice_rng, with_nack,
