@@ -101,7 +101,11 @@ impl<T> Inner<T> {
         if s & SENT != 0 {
             // SAFETY: `SENT` seen with Acquire: the value is written and is
             // the receiver side's, which the caller is.
-            return Some(self.value.with_mut(|v| unsafe { (*v).take() }).ok_or(RecvError));
+            return Some(
+                self.value
+                    .with_mut(|v| unsafe { (*v).take() })
+                    .ok_or(RecvError),
+            );
         }
         (s & (TX_GONE | RX_CLOSED) != 0).then_some(Err(RecvError))
     }

@@ -23,9 +23,7 @@
 //!   value's read-write lock, never under `waiters`' spin lock.
 
 use super::{RecvError, SendError};
-use crate::loom::{
-    Arc, AtomicUsize, Lock, Ordering, RwLock, RwLockReadGuard, RwLockWriteGuard,
-};
+use crate::loom::{Arc, AtomicUsize, Lock, Ordering, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use crate::op::waiter::{Registration, WaitQueue};
 use crate::op::{BlockCx, Op, Perform, sealed::Sealed};
 use std::fmt;

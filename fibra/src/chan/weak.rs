@@ -12,8 +12,8 @@
 //!   sender's decrement then leaves one, and nothing closes) or the
 //!   decrement does (the upgrade sees zero and fails).
 
-use super::meeting::Chan;
 use super::Sender;
+use super::meeting::Chan;
 use crate::loom::{Arc, Ordering};
 use std::fmt;
 
@@ -129,7 +129,6 @@ impl<T> fmt::Debug for WeakSender<T> {
         f.debug_struct("WeakSender").finish_non_exhaustive()
     }
 }
-
 
 #[cfg(all(test, loom))]
 mod loom_models {

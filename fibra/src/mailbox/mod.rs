@@ -102,10 +102,10 @@ mod stream;
 #[cfg(all(test, loom))]
 mod loom_models;
 
+pub use crate::chan::RecvTimeoutError;
 pub use actor::Exit;
 pub(crate) use actor::actor;
 pub use ops::{RecvMatchingOp, RecvOp, SendOp};
-pub use crate::chan::RecvTimeoutError;
 pub use recv::Recv;
 
 use crate::chan::{TryRecvError, TrySendError};
