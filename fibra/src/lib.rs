@@ -13,6 +13,9 @@
 //!   `try_` method and a blocking method. Nothing sent is lost: failed sends
 //!   return the value, and a received value whose perform is dropped goes
 //!   back to the channel.
+//! * **Other channels**: [`oneshot`] (a reply slot), [`broadcast`] (every
+//!   receiver sees every value) and [`watch`] (the latest value), each with
+//!   its waits as ops; periodic ticks with [`time::interval`].
 //!
 //! ```
 //! use fibra::{Op, channel, choose};

@@ -15,8 +15,24 @@
 //! | now or never | [`Sender::try_send`] | [`Receiver::try_recv`] |
 //! | OS thread (parks) | [`Sender::send_blocking`] | [`Receiver::recv_blocking`] |
 //!
-//! [`Receiver`] is a `futures_core::Stream` and [`Sender`] a
-//! `futures_sink::Sink`.
+//! A receive with a time limit is [`Receiver::recv_timeout`] (async) or
+//! [`Receiver::recv_timeout_blocking`]; OS threads can iterate
+//! ([`Receiver::iter`], [`Receiver::try_iter`], `for v in rx`).
+//! [`Receiver`] is a `futures_core::Stream` (and `FusedStream`) and
+//! [`Sender`] a `futures_sink::Sink`. A [`WeakSender`]
+//! ([`Sender::downgrade`]) can send after an upgrade without keeping the
+//! channel open.
+//!
+//! # Other kinds of channel
+//!
+//! | module | what | waiting op |
+//! |---|---|---|
+//! | [`oneshot`] | one value, one sender, one receiver (a reply slot) | [`oneshot::Receiver::recv_op`], [`oneshot::Sender::closed_op`] |
+//! | [`broadcast`] | every receiver sees every value (bounded; laggers are told what they missed) | [`broadcast::Receiver::recv_op`] |
+//! | [`watch`] | the latest value, and its changes | [`watch::Receiver::changed_op`] |
+//!
+//! Each is built on the same op protocol as the channels here, so its
+//! waits compose in choices and work on any executor and from OS threads.
 //!
 //! # Closing and nothing lost
 //!

@@ -10,7 +10,8 @@
 //! pattern: the first message the predicate accepts; the others stay, in
 //! their order). Every receive is also an op ([`Mailbox::recv_op`],
 //! [`Mailbox::recv_matching_op`]), so it composes with channels, timeouts and
-//! joins in a choice (Racket's `thread-receive-evt`).
+//! joins in a choice (Racket's `thread-receive-evt`). A mailbox is also a
+//! `futures_core::Stream` of its messages.
 //!
 //! [`spawn_actor`](crate::spawn_actor) starts a task that owns a new mailbox and returns its
 //! address; [`Addr::exited_op`] becomes ready when that task ends (Erlang's
