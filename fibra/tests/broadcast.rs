@@ -206,15 +206,15 @@ fn stress_every_receiver_sees_every_value_in_each_senders_order() {
         Duration::from_secs(60),
         move || {
             const SENDERS: u64 = 3;
-            const PER: u64 = 2_000;
-            let (tx, rx) = broadcast::channel::<u64>((SENDERS * PER) as usize);
+            let per = common::scaled(2_000) as u64;
+            let (tx, rx) = broadcast::channel::<u64>((SENDERS * per) as usize);
             let receivers: Vec<_> = (0..4).map(|_| tx.subscribe()).collect();
             drop(rx);
             let check = |got: Vec<u64>| {
-                assert_eq!(got.len() as u64, SENDERS * PER, "values lost");
+                assert_eq!(got.len() as u64, SENDERS * per, "values lost");
                 let mut last = [None::<u64>; SENDERS as usize];
                 for v in got {
-                    let s = (v / PER) as usize;
+                    let s = (v / per) as usize;
                     assert!(last[s].is_none_or(|l| l < v), "out of order");
                     last[s] = Some(v);
                 }
@@ -251,8 +251,8 @@ fn stress_every_receiver_sees_every_value_in_each_senders_order() {
                 .map(|s| {
                     let tx = tx.clone();
                     std::thread::spawn(move || {
-                        for i in 0..PER {
-                            tx.send(s * PER + i).unwrap();
+                        for i in 0..per {
+                            tx.send(s * per + i).unwrap();
                         }
                     })
                 })
@@ -281,10 +281,10 @@ fn stress_a_lagging_receiver_accounts_for_every_value() {
         seed,
         Duration::from_secs(60),
         move || {
-            const N: u64 = 20_000;
+            let n = common::scaled(20_000) as u64;
             let (tx, mut rx) = broadcast::channel::<u64>(4);
             let sender = std::thread::spawn(move || {
-                for i in 0..N {
+                for i in 0..n {
                     tx.send(i).unwrap();
                     if i % 8 == 0 {
                         std::thread::yield_now();
@@ -306,8 +306,8 @@ fn stress_a_lagging_receiver_accounts_for_every_value() {
                 }
             }
             sender.join().unwrap();
-            assert_eq!(received + missed, N);
-            assert_eq!(last, Some(N - 1));
+            assert_eq!(received + missed, n);
+            assert_eq!(last, Some(n - 1));
             eprintln!("broadcast lag stress: received {received}, missed {missed}");
         },
     );

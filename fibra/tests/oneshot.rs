@@ -225,11 +225,11 @@ fn stress_every_value_is_received_returned_or_dropped_with_its_receiver() {
     // so).
     let seed = test_seed("oneshot stress");
     with_watchdog("oneshot stress", seed, Duration::from_secs(60), move || {
-        const ROUNDS: u32 = 10;
+        let rounds = common::scaled(10) as u32;
         const PAIRS: u32 = 40;
-        let ledger = Ledger::new((ROUNDS * PAIRS) as usize);
+        let ledger = Ledger::new((rounds * PAIRS) as usize);
         let mut rng = common::Rng::new(seed);
-        for round in 0..ROUNDS {
+        for round in 0..rounds {
             let mut threads = Vec::new();
             for id in round * PAIRS..(round + 1) * PAIRS {
                 let (tx, mut rx) = oneshot::channel::<Msg>();
@@ -281,7 +281,7 @@ fn stress_every_value_is_received_returned_or_dropped_with_its_receiver() {
                 t.join().unwrap();
             }
         }
-        let s = ledger.verify(0..ROUNDS * PAIRS).unwrap();
+        let s = ledger.verify(0..rounds * PAIRS).unwrap();
         eprintln!("oneshot stress: {s:?}");
     });
 }

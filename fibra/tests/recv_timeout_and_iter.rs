@@ -75,10 +75,10 @@ fn recv_timeout_async_on_fibra_and_tokio() {
 fn receives_timing_out_against_a_sender_lose_nothing() {
     // A rendezvous sender meets receivers whose waits keep timing out:
     // every value arrives exactly once.
-    const N: u64 = 2_000;
+    let n = common::scaled(2_000) as u64;
     let (tx, rx) = channel::<u64>();
     let producer = std::thread::spawn(move || {
-        for i in 0..N {
+        for i in 0..n {
             tx.send_blocking(i).unwrap();
         }
     });
@@ -93,7 +93,7 @@ fn receives_timing_out_against_a_sender_lose_nothing() {
     }
     producer.join().unwrap();
     eprintln!("{timeouts} timeouts");
-    assert_exactly_once(got, N);
+    assert_exactly_once(got, n);
 }
 
 #[test]

@@ -201,7 +201,7 @@ fn stress_receivers_see_newer_values_only_and_the_last_one() {
     // closes.
     let seed = test_seed("watch stress");
     with_watchdog("watch stress", seed, Duration::from_secs(60), move || {
-        const PER: u64 = 5_000;
+        let per = common::scaled(5_000) as u64;
         let (tx, rx) = watch::channel(0u64);
         let rt = fibra::Runtime::new().unwrap();
         let watch = |mut rx: watch::Receiver<u64>| {
@@ -240,7 +240,7 @@ fn stress_receivers_see_newer_values_only_and_the_last_one() {
             .map(|_| {
                 let tx = tx.clone();
                 std::thread::spawn(move || {
-                    for _ in 0..PER {
+                    for _ in 0..per {
                         tx.send_modify(|v| *v += 1);
                     }
                 })
@@ -252,11 +252,11 @@ fn stress_receivers_see_newer_values_only_and_the_last_one() {
         }
         for t in threads {
             let (last, changes) = t.join().unwrap();
-            assert_eq!(last, 2 * PER);
+            assert_eq!(last, 2 * per);
             assert!(changes >= 1);
         }
         for t in tasks {
-            assert_eq!(rt.block_on(t).unwrap(), 2 * PER);
+            assert_eq!(rt.block_on(t).unwrap(), 2 * per);
         }
     });
 }

@@ -60,7 +60,7 @@ fn stress_upgrades_racing_the_last_drop() {
     // Many rounds: a thread drops the last strong sender while another
     // upgrades and sends. Every upgrade that succeeded delivers its value;
     // after both, the channel is closed for good.
-    for _ in 0..300 {
+    for _ in 0..common::scaled(300) {
         let (tx, rx) = unbounded::<u32>();
         let weak = tx.downgrade();
         let dropper = std::thread::spawn(move || drop(tx));
