@@ -217,6 +217,19 @@ pub fn channel<T>(capacity: usize) -> (Sender<T>, Receiver<T>) {
 /// The sending side of a [`broadcast`](self) channel. Clone it to send from
 /// several places; receivers see [`RecvError::Closed`] once every clone is
 /// gone and they have seen every value.
+///
+/// ```
+/// use fibra::broadcast::{self, RecvError};
+///
+/// let (tx, mut rx) = broadcast::channel(4);
+/// let tx2 = tx.clone();
+/// tx.send(1).unwrap();
+/// tx2.send(2).unwrap();
+/// drop((tx, tx2));
+/// assert_eq!(rx.recv_blocking(), Ok(1));
+/// assert_eq!(rx.recv_blocking(), Ok(2));
+/// assert_eq!(rx.recv_blocking(), Err(RecvError::Closed));
+/// ```
 pub struct Sender<T> {
     inner: Arc<Inner<T>>,
 }
@@ -338,6 +351,17 @@ impl<T> fmt::Debug for Sender<T> {
 /// sent after it subscribed. A clone starts where the original is (it sees
 /// the same values from there on); [`resubscribe`](Self::resubscribe)
 /// starts at the newest.
+///
+/// ```
+/// # fibra::run(async {
+/// let (tx, mut rx) = fibra::broadcast::channel(8);
+/// let mut other = rx.clone();
+/// let t = fibra::spawn(async move { other.recv().await });
+/// tx.send("news").unwrap();
+/// assert_eq!(rx.recv().await, Ok("news"));
+/// assert_eq!(t.await.unwrap(), Ok("news"));
+/// # });
+/// ```
 pub struct Receiver<T> {
     inner: Arc<Inner<T>>,
     /// The first position this receiver has not seen.

@@ -166,6 +166,14 @@ pub fn channel<T>() -> (Sender<T>, Receiver<T>) {
 
 /// The sending side of a [`oneshot`](self) channel: sends one value.
 /// Dropping it without sending makes the receive fail with [`RecvError`].
+///
+/// ```
+/// use fibra::{RecvError, oneshot};
+///
+/// let (tx, mut rx) = oneshot::channel::<u8>();
+/// drop(tx); // never sent
+/// assert_eq!(rx.recv_blocking(), Err(RecvError));
+/// ```
 pub struct Sender<T> {
     inner: Arc<Inner<T>>,
 }
@@ -281,6 +289,14 @@ impl<T> fmt::Debug for Sender<T> {
 /// receiver, by value or by `&mut`), [`recv_blocking`](Self::recv_blocking)
 /// (OS threads) or [`try_recv`](Self::try_recv). Once the value was
 /// received, later receives fail with [`RecvError`].
+///
+/// ```
+/// # fibra::run(async {
+/// let (tx, rx) = fibra::oneshot::channel();
+/// fibra::spawn(async move { tx.send(40 + 2).unwrap() });
+/// assert_eq!(rx.await, Ok(42));
+/// # });
+/// ```
 pub struct Receiver<T> {
     inner: Arc<Inner<T>>,
 }

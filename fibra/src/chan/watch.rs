@@ -161,6 +161,14 @@ pub fn channel<T>(init: T) -> (Sender<T>, Receiver<T>) {
 
 /// The sending side of a [`watch`](self) channel. Clone it to send from
 /// several places; the channel closes when the last clone is dropped.
+///
+/// ```
+/// let (tx, mut rx) = fibra::watch::channel(0);
+/// tx.clone().send(1).unwrap();
+/// drop(tx);
+/// assert_eq!(rx.changed_blocking(), Ok(())); // the last change
+/// assert!(rx.changed_blocking().is_err()); // then closed
+/// ```
 pub struct Sender<T> {
     inner: Arc<Inner<T>>,
 }
@@ -331,6 +339,19 @@ impl<T: fmt::Debug> fmt::Debug for Sender<T> {
 
 /// The receiving side of a [`watch`](self) channel: reads the latest
 /// value and waits for changes. A clone has seen what the original has.
+///
+/// ```
+/// # fibra::run(async {
+/// let (tx, mut rx) = fibra::watch::channel("off");
+/// let t = fibra::spawn(async move {
+///     while *rx.borrow_and_update() != "on" {
+///         rx.changed().await.unwrap();
+///     }
+/// });
+/// tx.send("on").unwrap();
+/// t.await.unwrap();
+/// # });
+/// ```
 pub struct Receiver<T> {
     inner: Arc<Inner<T>>,
     /// The version this receiver has seen.
