@@ -73,6 +73,10 @@ pub use sync::{
     AcquireError, AcquireOp, GetOp, IVar, LockOp, MVar, Mutex, MutexGuard, NotifiedOp, Notify,
     Permit, PutOp, Semaphore, TakeOp, TryAcquireError,
 };
+pub use sync::{
+    Barrier, BarrierWaitOp, BarrierWaitResult, CancellationToken, CancelledOp, DropGuard,
+    GetRefOp, OnceCell, ReadOp, RwLock, RwLockReadGuard, RwLockWriteGuard, WriteOp,
+};
 
 /// The README's examples, compiled and run as doc tests.
 #[cfg(doctest)]
