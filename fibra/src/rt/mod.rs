@@ -30,7 +30,8 @@
 //! stuck in a long poll), `idle.rs` (searching and
 //! sleeping workers), `park.rs` (a worker's parker), `registry.rs` (every
 //! live task, for shutdown), `blocking.rs` (the pool for blocking calls),
-//! `join.rs` (`JoinHandle` and its op), `queue.rs` (the run queues'
+//! `join.rs` (`JoinHandle` and its op), `join_set.rs` (`JoinSet`),
+//! `local.rs` (`LocalSet` and `spawn_local`), `queue.rs` (the run queues'
 //! types: crossbeam's, or loom-visible stand-ins under `--cfg loom`).
 
 mod blocking;
@@ -400,7 +401,9 @@ impl Runtime {
 
     /// Runs `future` to completion on the runtime and returns its output.
     /// The future runs as a task, so it hands off with the tasks it talks
-    /// to like any other.
+    /// to like any other; hence `Send + 'static`. On a current-thread
+    /// runtime, [`block_on_local`](Runtime::block_on_local) takes any
+    /// future (borrowing, `!Send`) and runs [`spawn_local`] tasks.
     ///
     /// # Panics
     ///
@@ -738,7 +741,9 @@ where
 
 /// Runs `future` on a new multi-thread runtime with default settings and
 /// returns its output: the entry point for programs that need no
-/// configuration.
+/// configuration. The future runs as a task (`Send + 'static`); for one
+/// that is not `Send`, use a current-thread runtime's
+/// [`block_on_local`](Runtime::block_on_local).
 ///
 /// # Panics
 ///
@@ -787,5 +792,7 @@ pub async fn yield_now() {
 
 #[cfg(all(test, loom))]
 mod loom_models;
+#[cfg(all(test, loom))]
+mod loom_local;
 #[cfg(all(test, loom))]
 mod loom_runtime;
