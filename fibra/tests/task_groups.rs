@@ -302,3 +302,20 @@ fn spawn_local_where_it_cannot_work_panics_with_a_clear_message() {
     let err = catch_unwind(AssertUnwindSafe(|| rt.block_on_local(async {}))).unwrap_err();
     assert!(panic_message(&*err).contains("current-thread runtime"));
 }
+
+#[test]
+fn block_on_local_resumes_a_panic_and_the_runtime_stays_usable() {
+    let rt = Runtime::builder().current_thread().build().unwrap();
+    let err = catch_unwind(AssertUnwindSafe(|| {
+        rt.block_on_local(async {
+            let h = fibra::spawn(async { 5 });
+            spawn_local(std::future::pending::<()>()); // dropped with the set
+            assert_eq!(h.await.unwrap(), 5);
+            panic!("root fails");
+        })
+    }))
+    .unwrap_err();
+    assert!(panic_message(&*err).contains("root fails"));
+    assert_eq!(rt.block_on_local(async { fibra::spawn(async { 6 }).await.unwrap() }), 6);
+    assert_eq!(rt.block_on(async { 7 }), 7);
+}

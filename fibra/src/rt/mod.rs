@@ -484,7 +484,24 @@ impl Runtime {
         let local = lock(slot)
             .take()
             .expect("one `block_on` at a time on a current-thread runtime");
-        let ctx = WorkerCtx::new(self.shared.clone(), 0, local);
+        /// Gives the worker's queue back to the runtime for the next
+        /// `block_on`, also if the future panics.
+        struct GiveBack<'a> {
+            slot: &'a Mutex<Option<queue::Worker<TaskRef>>>,
+            ctx: Option<WorkerCtx>,
+        }
+        impl Drop for GiveBack<'_> {
+            fn drop(&mut self) {
+                if let Some(ctx) = self.ctx.take() {
+                    *lock(self.slot) = Some(ctx.into_local());
+                }
+            }
+        }
+        let worker = GiveBack {
+            slot,
+            ctx: Some(WorkerCtx::new(self.shared.clone(), 0, local)),
+        };
+        let ctx = worker.ctx.as_ref().expect("the worker's context");
         let set = LocalSet::new();
         let root_waker = Arc::new(RootWaker {
             woken: AtomicBool::new(true),
@@ -498,7 +515,8 @@ impl Runtime {
                     // SeqCst: see `RootWaker::wake_by_ref`.
                     if root_waker.woken.swap(false, Ordering::SeqCst) {
                         crate::coop::reset();
-                        if let Poll::Ready(out) = root.as_mut().poll(&mut Context::from_waker(&waker)) {
+                        let mut cx = Context::from_waker(&waker);
+                        if let Poll::Ready(out) = root.as_mut().poll(&mut cx) {
                             break Some(out);
                         }
                     }
@@ -512,7 +530,7 @@ impl Runtime {
         // The local tasks left go now, still on this thread, as the
         // runtime's worker.
         ctx.enter(|| drop(set));
-        *lock(slot) = Some(ctx.into_local());
+        drop(worker);
         out.expect("the runtime shut down during `block_on_local`")
     }
 
