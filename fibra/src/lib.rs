@@ -75,8 +75,8 @@ pub use sync::{
     Permit, PutOp, Semaphore, TakeOp, TryAcquireError,
 };
 pub use sync::{
-    Barrier, BarrierWaitOp, BarrierWaitResult, CancellationToken, CancelledOp, DropGuard,
-    GetRefOp, OnceCell, ReadOp, RwLock, RwLockReadGuard, RwLockWriteGuard, WriteOp,
+    Barrier, BarrierWaitOp, BarrierWaitResult, CancellationToken, CancelledOp, DropGuard, GetRefOp,
+    OnceCell, ReadOp, RwLock, RwLockReadGuard, RwLockWriteGuard, WriteOp,
 };
 
 /// The README's examples, compiled and run as doc tests.

@@ -81,9 +81,7 @@ fn rwlock_readers_queued_behind_a_writer_come_in_together() {
     assert!(poll_with(r2.as_mut(), &waker).is_pending());
     drop(w);
     assert_eq!(wakes.count(), 2, "both readers woken by one unlock");
-    let (Poll::Ready(a), Poll::Ready(b)) =
-        (poll_noop(r1.as_mut()), poll_noop(r2.as_mut()))
-    else {
+    let (Poll::Ready(a), Poll::Ready(b)) = (poll_noop(r1.as_mut()), poll_noop(r2.as_mut())) else {
         panic!("readers not admitted");
     };
     assert!(lock.try_write().is_none());
@@ -119,7 +117,9 @@ fn rwlock_ops_that_lose_a_choice_hold_nothing() {
     .perform();
     assert!(!wrote);
     drop(r);
-    let w = lock.try_write().expect("the losing write left nothing behind");
+    let w = lock
+        .try_write()
+        .expect("the losing write left nothing behind");
     let read = choose((lock.read_op().wrap(|g| *g), after(SHORT).wrap(|()| 0))).perform();
     assert_eq!(read, 0);
     drop(w);
@@ -135,7 +135,10 @@ fn rwlock_a_perform_dropped_after_the_grant_releases_it() {
         assert!(poll_noop(w.as_mut()).is_pending());
         drop(r); // hands the write lock to the queued perform ...
     } // ... which is dropped without looking
-    assert!(lock.try_write().is_some(), "the handed-over lock was released");
+    assert!(
+        lock.try_write().is_some(),
+        "the handed-over lock was released"
+    );
 }
 
 #[test]
@@ -300,10 +303,13 @@ fn once_cell_runs_one_initializer_for_many_callers() {
 fn once_cell_a_cancelled_or_failed_initializer_lets_the_next_one_run() {
     let cell = OnceCell::new();
     {
-        let mut first = pin!(cell.get_or_init(|| std::future::pending::<u32>()));
+        let mut first = pin!(cell.get_or_init(std::future::pending::<u32>));
         assert!(poll_noop(first.as_mut()).is_pending());
         let mut second = pin!(cell.get_or_init(|| async { 2 }));
-        assert!(poll_noop(second.as_mut()).is_pending(), "waits for the first");
+        assert!(
+            poll_noop(second.as_mut()).is_pending(),
+            "waits for the first"
+        );
     }
     let failed = futures::executor::block_on(cell.get_or_try_init(|| async { Err("no") }));
     assert_eq!(failed, Err("no"));
@@ -358,7 +364,10 @@ fn cancellation_wakes_every_waiter_down_the_tree() {
     waiters.into_iter().for_each(|t| t.join().unwrap());
     tokio_waiter.join().unwrap();
     assert!(grandchild.is_cancelled());
-    assert!(root.child_token().is_cancelled(), "a child of a cancelled token");
+    assert!(
+        root.child_token().is_cancelled(),
+        "a child of a cancelled token"
+    );
 }
 
 #[test]

@@ -109,7 +109,10 @@ fn join_next_op_that_loses_a_choice_leaves_the_outcome_in_the_set() {
                 None => lost += 1,
             }
         }
-        assert!(lost > 0, "the join never lost a choice: the test tests nothing");
+        assert!(
+            lost > 0,
+            "the join never lost a choice: the test tests nothing"
+        );
         got
     });
     let mut sorted = outcomes;
@@ -286,7 +289,9 @@ fn local_set_on_an_os_thread_and_on_tokio_and_abort_and_drop() {
 fn a_panicking_local_task_reports_it() {
     let local = LocalSet::new();
     let err = fibra::block_on(local.run_until(async {
-        spawn_local(async { panic!("local boom") }).await.unwrap_err()
+        spawn_local(async { panic!("local boom") })
+            .await
+            .unwrap_err()
     }));
     assert!(panic_message(&*err.into_panic()).contains("local boom"));
 }
@@ -316,6 +321,9 @@ fn block_on_local_resumes_a_panic_and_the_runtime_stays_usable() {
     }))
     .unwrap_err();
     assert!(panic_message(&*err).contains("root fails"));
-    assert_eq!(rt.block_on_local(async { fibra::spawn(async { 6 }).await.unwrap() }), 6);
+    assert_eq!(
+        rt.block_on_local(async { fibra::spawn(async { 6 }).await.unwrap() }),
+        6
+    );
     assert_eq!(rt.block_on(async { 7 }), 7);
 }

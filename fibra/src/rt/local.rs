@@ -28,8 +28,8 @@
 //!   it again, and the poll sees what the waker did before the wake.
 //! * No waker is woken while a lock is held.
 
-use super::join_set::CatchUnwind;
 use super::JoinError;
+use super::join_set::CatchUnwind;
 use crate::loom::{AtomicBool, Lock, Ordering};
 use pin_project_lite::pin_project;
 use std::cell::{Cell, RefCell, UnsafeCell};
@@ -196,10 +196,7 @@ impl LocalSet {
     /// assert_eq!(*out, 3);
     /// ```
     pub fn run_until<F: Future>(&self, future: F) -> RunUntil<'_, F> {
-        RunUntil {
-            set: self,
-            future,
-        }
+        RunUntil { set: self, future }
     }
 }
 

@@ -17,9 +17,9 @@ fn loom_rt_local_task_woken_from_another_thread() {
         let (tx, rx) = bounded::<u32>(1);
         let t = thread::spawn(move || tx.send_blocking(5).unwrap());
         let local = LocalSet::new();
-        let got = crate::block_on(local.run_until(async {
-            spawn_local(async move { rx.recv().await }).await.unwrap()
-        }));
+        let got = crate::block_on(
+            local.run_until(async { spawn_local(async move { rx.recv().await }).await.unwrap() }),
+        );
         assert_eq!(got, Ok(5));
         t.join().unwrap();
     });

@@ -809,8 +809,8 @@ pub async fn yield_now() {
 }
 
 #[cfg(all(test, loom))]
-mod loom_models;
-#[cfg(all(test, loom))]
 mod loom_local;
+#[cfg(all(test, loom))]
+mod loom_models;
 #[cfg(all(test, loom))]
 mod loom_runtime;

@@ -262,7 +262,9 @@ pub struct DropGuard {
 impl DropGuard {
     /// Gives the token back without cancelling it.
     pub fn disarm(mut self) -> CancellationToken {
-        self.token.take().expect("a guard holds its token until dropped")
+        self.token
+            .take()
+            .expect("a guard holds its token until dropped")
     }
 }
 

@@ -213,14 +213,18 @@ fn loom_sync_rwlock_read_op_losing_a_choice_holds_nothing() {
         let t = {
             let lock = lock.clone();
             thread::spawn(move || {
-                let won = choose((lock.read_op().wrap(|_| 'L'), rx.recv_op().wrap(|_| 'R'))).perform();
+                let won =
+                    choose((lock.read_op().wrap(|_| 'L'), rx.recv_op().wrap(|_| 'R'))).perform();
                 (won, rx)
             })
         };
         tx.try_send(1).unwrap();
         drop(held);
         let (won, rx) = t.join().unwrap();
-        assert!(lock.try_write().is_some(), "a read op that lost holds the lock");
+        assert!(
+            lock.try_write().is_some(),
+            "a read op that lost holds the lock"
+        );
         if won == 'L' {
             assert_eq!(rx.try_recv(), Ok(1));
         }

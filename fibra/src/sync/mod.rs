@@ -32,11 +32,11 @@ mod semaphore;
 pub use barrier::{Barrier, BarrierWaitOp, BarrierWaitResult};
 pub use cancel::{CancellationToken, CancelledOp, DropGuard};
 pub use ivar::{GetOp, GetRefOp, IVar};
-pub use once_cell::OnceCell;
-pub use rwlock::{ReadOp, RwLock, RwLockReadGuard, RwLockWriteGuard, WriteOp};
 pub use mutex::{LockOp, Mutex, MutexGuard};
 pub use mvar::{MVar, PutOp, TakeOp};
 pub use notify::{NotifiedOp, Notify};
+pub use once_cell::OnceCell;
+pub use rwlock::{ReadOp, RwLock, RwLockReadGuard, RwLockWriteGuard, WriteOp};
 pub use semaphore::{AcquireError, AcquireOp, MAX_PERMITS, Permit, Semaphore, TryAcquireError};
 
 #[cfg(all(test, loom))]
