@@ -68,7 +68,7 @@ pub use rt::{
     Builder, Handle, JoinError, JoinHandle, JoinOp, Runtime, run, spawn, spawn_actor,
     spawn_blocking, yield_now,
 };
-pub use rt::{JoinNextOp, JoinSet, LocalJoinHandle, LocalSet, RunUntil, spawn_local};
+pub use rt::{JoinNextOp, JoinSet, LocalJoinHandle, LocalJoinOp, LocalSet, RunUntil, spawn_local};
 pub use select::{WaitUntil, choose_all};
 pub use sync::{
     AcquireError, AcquireOp, GetOp, IVar, LockOp, MVar, Mutex, MutexGuard, NotifiedOp, Notify,

@@ -327,3 +327,29 @@ fn block_on_local_resumes_a_panic_and_the_runtime_stays_usable() {
     );
     assert_eq!(rt.block_on(async { 7 }), 7);
 }
+
+#[test]
+fn local_join_op_composes_and_keeps_the_outcome_when_it_loses() {
+    let local = LocalSet::new();
+    fibra::block_on(local.run_until(async {
+        let (tx, rx) = fibra::channel::<()>();
+        let h = spawn_local(async move {
+            rx.recv().await.unwrap();
+            Rc::new(8)
+        });
+        let first = choose((
+            h.join_op().wrap(|r| r.ok().map(|v| *v)),
+            after(SHORT).wrap(|()| None),
+        ))
+        .await;
+        assert_eq!(first, None);
+        tx.send(()).await.unwrap();
+        while !h.is_finished() {
+            fibra::yield_now().await;
+        }
+        // Finished: a join that loses to a ready branch takes nothing.
+        let lost = fibra::choose_biased((fibra::always(0), h.join_op().wrap(|_| 1))).await;
+        assert_eq!(lost, 0);
+        assert_eq!(*h.join_op().await.unwrap(), 8);
+    }));
+}

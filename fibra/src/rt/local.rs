@@ -31,6 +31,8 @@
 use super::JoinError;
 use super::join_set::CatchUnwind;
 use crate::loom::{AtomicBool, Lock, Ordering};
+use crate::op::{BlockCx, Op, sealed::Sealed};
+use crate::sync::{GetRefOp, IVar};
 use pin_project_lite::pin_project;
 use std::cell::{Cell, RefCell, UnsafeCell};
 use std::collections::{HashMap, VecDeque};
@@ -242,9 +244,8 @@ impl Inner {
         F::Output: 'static,
     {
         let slot = Rc::new(JoinSlot {
-            output: RefCell::new(None),
+            outcome: IVar::new(),
             waker: RefCell::new(None),
-            finished: Cell::new(false),
         });
         // Built outside the task's future: it reports even if the task is
         // dropped before its first poll.
@@ -411,11 +412,16 @@ where
     })
 }
 
+/// What a local task's outcome waits in: an [`IVar`] (written once by the
+/// task; its op is the handle's `join_op`), holding a cell the first join
+/// takes the outcome out of.
+type Outcome<T> = IVar<Cell<Option<Result<T, JoinError>>>>;
+
 /// Where a local task's outcome waits for its handle.
 struct JoinSlot<T> {
-    output: RefCell<Option<Result<T, JoinError>>>,
+    outcome: Outcome<T>,
+    /// The waker of a direct `.await` of the handle.
     waker: RefCell<Option<Waker>>,
-    finished: Cell<bool>,
 }
 
 /// Fills the slot once: with the outcome, or `Cancelled` if dropped first.
@@ -424,8 +430,8 @@ struct Reporter<T>(Option<Rc<JoinSlot<T>>>);
 impl<T> Reporter<T> {
     fn report(&mut self, outcome: Result<T, JoinError>) {
         if let Some(slot) = self.0.take() {
-            *slot.output.borrow_mut() = Some(outcome);
-            slot.finished.set(true);
+            // Written once: this reporter is the only writer.
+            let _ = slot.outcome.put(Cell::new(Some(outcome)));
             let waker = slot.waker.borrow_mut().take();
             if let Some(w) = waker {
                 w.wake();
@@ -440,13 +446,16 @@ impl<T> Drop for Reporter<T> {
     }
 }
 
+/// Takes the outcome out of a filled slot; a task is joined once.
+fn take_outcome<T>(cell: &Cell<Option<Result<T, JoinError>>>) -> Result<T, JoinError> {
+    cell.take()
+        .expect("the local task's output went to another join of its handle (join a task once)")
+}
+
 /// An owned permission to join a local task: `.await` it for the task's
-/// output. Dropping it detaches the task (it keeps running in its set).
-/// `!Send`, like the task: await it on the set's thread.
-///
-/// It is a future, not an op: to use a local task's completion in a
-/// choice, have the task send on a channel or set a
-/// [`OnceCell`](crate::OnceCell), and choose on that.
+/// output, or use [`join_op`](LocalJoinHandle::join_op) in a choice.
+/// Dropping it detaches the task (it keeps running in its set). `!Send`,
+/// like the task: join it on the set's thread.
 ///
 /// ```
 /// let local = fibra::LocalSet::new();
@@ -482,7 +491,30 @@ impl<T> LocalJoinHandle<T> {
     /// assert!(h.is_finished());
     /// ```
     pub fn is_finished(&self) -> bool {
-        self.slot.finished.get()
+        self.slot.outcome.is_full()
+    }
+
+    /// The op of joining the task, for choices: commits with its outcome
+    /// once it has finished. A task has one outcome: the first join to
+    /// commit takes it, and joining again panics.
+    ///
+    /// ```
+    /// use fibra::{Op, choose, time::after};
+    /// use std::time::Duration;
+    ///
+    /// let local = fibra::LocalSet::new();
+    /// fibra::block_on(local.run_until(async {
+    ///     let slow = fibra::spawn_local(std::future::pending::<u8>());
+    ///     let first = choose((
+    ///         slow.join_op().wrap(|r| r.ok()),
+    ///         after(Duration::from_millis(10)).wrap(|()| None),
+    ///     ))
+    ///     .await;
+    ///     assert_eq!(first, None);
+    /// }));
+    /// ```
+    pub fn join_op(&self) -> LocalJoinOp<'_, T> {
+        LocalJoinOp(self.slot.outcome.get_ref_op())
     }
 }
 
@@ -490,16 +522,77 @@ impl<T> Future for LocalJoinHandle<T> {
     type Output = Result<T, JoinError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        if let Some(out) = self.slot.output.borrow_mut().take() {
-            return Poll::Ready(out);
+        if let Some(cell) = self.slot.outcome.get_ref() {
+            return Poll::Ready(take_outcome(cell));
         }
-        let mut waker = self.slot.waker.borrow_mut();
-        match &*waker {
-            Some(w) if w.will_wake(cx.waker()) => {}
-            _ => *waker = Some(cx.waker().clone()),
+        {
+            let mut waker = self.slot.waker.borrow_mut();
+            match &*waker {
+                Some(w) if w.will_wake(cx.waker()) => {}
+                _ => *waker = Some(cx.waker().clone()),
+            }
         }
         Poll::Pending
     }
+}
+
+/// The op of joining a local task: made by [`LocalJoinHandle::join_op`].
+/// If its perform is dropped after the task finished, the outcome stays
+/// for the next join.
+///
+/// ```
+/// use fibra::{LocalJoinOp, Op};
+///
+/// let local = fibra::LocalSet::new();
+/// let h = local.spawn_local(async { 4 });
+/// fibra::block_on(local.run_until(async {
+///     let op: LocalJoinOp<'_, i32> = h.join_op();
+///     assert_eq!(op.await.unwrap(), 4);
+/// }));
+/// ```
+#[must_use = "an op does nothing unless performed"]
+pub struct LocalJoinOp<'a, T>(GetRefOp<'a, Cell<Option<Result<T, JoinError>>>>);
+
+impl<'a, T> LocalJoinOp<'a, T> {
+    fn inner(self: Pin<&mut Self>) -> Pin<&mut GetRefOp<'a, Cell<Option<Result<T, JoinError>>>>> {
+        // SAFETY: structural pinning of the only field.
+        unsafe { self.map_unchecked_mut(|s| &mut s.0) }
+    }
+}
+
+impl<T> Sealed for LocalJoinOp<'_, T> {}
+
+impl<T> Op for LocalJoinOp<'_, T> {
+    type Output = Result<T, JoinError>;
+
+    fn repoll(self: Pin<&mut Self>, cx: BlockCx<'_>) {
+        self.inner().repoll(cx);
+    }
+
+    fn try_now(self: Pin<&mut Self>) -> Option<Self::Output> {
+        self.inner().try_now().map(take_outcome)
+    }
+
+    fn block(self: Pin<&mut Self>, cx: BlockCx<'_>) {
+        self.inner().block(cx);
+    }
+
+    fn finish(self: Pin<&mut Self>, leaf: usize) -> Self::Output {
+        take_outcome(self.inner().finish(leaf))
+    }
+
+    fn abandon(self: Pin<&mut Self>, leaf: usize) {
+        // Nothing was taken: the outcome stays in the cell.
+        self.inner().abandon(leaf);
+    }
+
+    fn withdraw(self: Pin<&mut Self>) {
+        self.inner().withdraw();
+    }
+}
+
+crate::op::op_into_future! {
+    impl['a, T] LocalJoinOp<'a, T>;
 }
 
 impl<T> fmt::Debug for LocalJoinHandle<T> {

@@ -55,7 +55,7 @@ pub use builder::Builder;
 pub use join::JoinError;
 pub use join::{JoinHandle, JoinOp};
 pub use join_set::{JoinNextOp, JoinSet};
-pub use local::{LocalJoinHandle, LocalSet, RunUntil, spawn_local};
+pub use local::{LocalJoinHandle, LocalJoinOp, LocalSet, RunUntil, spawn_local};
 
 use crate::loom::{AtomicBool, AtomicPtr, Mutex, Ordering, fence, lock};
 use idle::Idle;
