@@ -193,6 +193,67 @@ fn rwlock_on_the_runtime_and_on_tokio() {
     assert_eq!(lock.read_blocking().len(), 30);
 }
 
+#[test]
+fn rwlock_under_contention_with_timeouts_leaks_no_grant() {
+    // Tasks on two workers lock for reading or writing, half of them in a
+    // choice with a short timeout, so records are withdrawn, stale, and
+    // granted to performs racing their own timeouts. Every write that
+    // committed is counted once, and the lock ends free.
+    let rt = fibra::Runtime::builder().workers(2).build().unwrap();
+    let lock = Arc::new(RwLock::new(0u64));
+    let committed = Arc::new(AtomicUsize::new(0));
+    rt.block_on({
+        let (lock, committed) = (lock.clone(), committed.clone());
+        async move {
+            let tasks: Vec<_> = (0..16u64)
+                .map(|t| {
+                    let (lock, committed) = (lock.clone(), committed.clone());
+                    fibra::spawn(async move {
+                        for i in 0..200u64 {
+                            let write = (t + i) % 3 == 0;
+                            let timed = (t * 7 + i) % 2 == 0;
+                            let deadline = after(Duration::from_micros(50 + (i % 5) * 50));
+                            if write {
+                                let got = if timed {
+                                    choose((lock.write_op().wrap(Some), deadline.wrap(|()| None)))
+                                        .await
+                                } else {
+                                    Some(lock.write().await)
+                                };
+                                if let Some(mut g) = got {
+                                    *g += 1;
+                                    committed.fetch_add(1, Ordering::SeqCst);
+                                    if i % 4 == 0 {
+                                        fibra::yield_now().await;
+                                    }
+                                }
+                            } else {
+                                let got = if timed {
+                                    choose((lock.read_op().wrap(Some), deadline.wrap(|()| None)))
+                                        .await
+                                } else {
+                                    Some(lock.read().await)
+                                };
+                                if let Some(g) = got {
+                                    let _ = *g;
+                                    if i % 4 == 0 {
+                                        fibra::yield_now().await;
+                                    }
+                                }
+                            }
+                        }
+                    })
+                })
+                .collect();
+            for t in tasks {
+                t.await.unwrap();
+            }
+        }
+    });
+    let g = lock.try_write().expect("a grant leaked: the lock is held");
+    assert_eq!(*g as usize, committed.load(Ordering::SeqCst));
+}
+
 // ---------------------------------------------------------------- Barrier
 
 #[test]

@@ -474,6 +474,14 @@ impl<T> LocalJoinHandle<T> {
     /// Asks the task to stop: its set drops it at its next turn (it is not
     /// interrupted mid-poll), and it joins as [`JoinError::Cancelled`],
     /// unless it finished first.
+    ///
+    /// ```
+    /// let local = fibra::LocalSet::new();
+    /// let h = local.spawn_local(std::future::pending::<()>());
+    /// h.abort();
+    /// let out = fibra::block_on(local.run_until(h));
+    /// assert!(out.unwrap_err().is_cancelled());
+    /// ```
     pub fn abort(&self) {
         // Relaxed: the wake below orders it (`run_ready`).
         self.task.aborted.store(true, Ordering::Relaxed);

@@ -104,7 +104,10 @@ impl Barrier {
     }
 
     /// The op of waiting at the barrier: commits when the round is full
-    /// (this wait, or a later one, making `n`).
+    /// (this wait, or a later one, making `n`). A wait that loses a choice
+    /// leaves the round, except when it loses at the very moment the round
+    /// fills: then it counts, and the others go on without it (a release
+    /// of `n` parties cannot be one atomic commit with a choice elsewhere).
     ///
     /// ```
     /// use fibra::{Barrier, Op, choose, time::after};

@@ -261,6 +261,12 @@ pub struct DropGuard {
 
 impl DropGuard {
     /// Gives the token back without cancelling it.
+    ///
+    /// ```
+    /// let guard = fibra::CancellationToken::new().drop_guard();
+    /// let token = guard.disarm();
+    /// assert!(!token.is_cancelled());
+    /// ```
     pub fn disarm(mut self) -> CancellationToken {
         self.token
             .take()
