@@ -415,7 +415,10 @@ where
 /// What a local task's outcome waits in: an [`IVar`] (written once by the
 /// task; its op is the handle's `join_op`), holding a cell the first join
 /// takes the outcome out of.
-type Outcome<T> = IVar<Cell<Option<Result<T, JoinError>>>>;
+type Outcome<T> = IVar<OutcomeCell<T>>;
+
+/// The cell inside [`Outcome`]: the first join takes the outcome out.
+type OutcomeCell<T> = Cell<Option<Result<T, JoinError>>>;
 
 /// Where a local task's outcome waits for its handle.
 struct JoinSlot<T> {
@@ -447,7 +450,7 @@ impl<T> Drop for Reporter<T> {
 }
 
 /// Takes the outcome out of a filled slot; a task is joined once.
-fn take_outcome<T>(cell: &Cell<Option<Result<T, JoinError>>>) -> Result<T, JoinError> {
+fn take_outcome<T>(cell: &OutcomeCell<T>) -> Result<T, JoinError> {
     cell.take()
         .expect("the local task's output went to another join of its handle (join a task once)")
 }
@@ -559,10 +562,10 @@ impl<T> Future for LocalJoinHandle<T> {
 /// }));
 /// ```
 #[must_use = "an op does nothing unless performed"]
-pub struct LocalJoinOp<'a, T>(GetRefOp<'a, Cell<Option<Result<T, JoinError>>>>);
+pub struct LocalJoinOp<'a, T>(GetRefOp<'a, OutcomeCell<T>>);
 
 impl<'a, T> LocalJoinOp<'a, T> {
-    fn inner(self: Pin<&mut Self>) -> Pin<&mut GetRefOp<'a, Cell<Option<Result<T, JoinError>>>>> {
+    fn inner(self: Pin<&mut Self>) -> Pin<&mut GetRefOp<'a, OutcomeCell<T>>> {
         // SAFETY: structural pinning of the only field.
         unsafe { self.map_unchecked_mut(|s| &mut s.0) }
     }
