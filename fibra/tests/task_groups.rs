@@ -353,3 +353,31 @@ fn local_join_op_composes_and_keeps_the_outcome_when_it_loses() {
         assert_eq!(*h.join_op().await.unwrap(), 8);
     }));
 }
+
+#[test]
+fn a_spinning_local_task_does_not_starve_the_runtimes_tasks() {
+    // A local task yields in a loop until an ordinary task has run: the
+    // root keeps being woken, and the ordinary task must still get turns.
+    let rt = Runtime::builder().current_thread().build().unwrap();
+    let done = rt.block_on_local(async {
+        let ran = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (tx, rx) = fibra::unbounded::<()>();
+        let plain = fibra::spawn({
+            let ran = ran.clone();
+            async move {
+                rx.recv().await.unwrap();
+                ran.store(true, Ordering::SeqCst);
+            }
+        });
+        spawn_local(async move {
+            tx.send(()).await.unwrap();
+            while !ran.load(Ordering::SeqCst) {
+                fibra::yield_now().await;
+            }
+        })
+        .await
+        .unwrap();
+        plain.await.is_ok()
+    });
+    assert!(done);
+}

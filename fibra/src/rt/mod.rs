@@ -523,7 +523,15 @@ impl Runtime {
                     if self.shared.is_shutdown() {
                         break None;
                     }
-                    ctx.run(|| root_waker.woken.load(Ordering::SeqCst));
+                    // Woken again during its own poll (a local task that
+                    // keeps yielding, an exhausted budget): the runtime's
+                    // tasks get a turn first, or a local task spinning
+                    // until one of them acts would starve it. The loop's
+                    // first look at `done` says no.
+                    let turn_first = std::cell::Cell::new(root_waker.woken.load(Ordering::SeqCst));
+                    ctx.run(|| {
+                        !turn_first.replace(false) && root_waker.woken.load(Ordering::SeqCst)
+                    });
                 }
             })
         };
