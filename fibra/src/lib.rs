@@ -72,10 +72,15 @@ pub use rt::{
     Builder, Handle, JoinError, JoinHandle, JoinOp, Runtime, run, spawn, spawn_actor,
     spawn_blocking, yield_now,
 };
+pub use rt::{JoinNextOp, JoinSet, LocalJoinHandle, LocalJoinOp, LocalSet, RunUntil, spawn_local};
 pub use select::{WaitUntil, choose_all};
 pub use sync::{
     AcquireError, AcquireOp, GetOp, IVar, LockOp, MVar, Mutex, MutexGuard, NotifiedOp, Notify,
     Permit, PutOp, Semaphore, TakeOp, TryAcquireError,
+};
+pub use sync::{
+    Barrier, BarrierWaitOp, BarrierWaitResult, CancellationToken, CancelledOp, DropGuard, GetRefOp,
+    OnceCell, ReadOp, RwLock, RwLockReadGuard, RwLockWriteGuard, WriteOp,
 };
 
 /// The README's examples, compiled and run as doc tests.
