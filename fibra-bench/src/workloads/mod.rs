@@ -21,6 +21,7 @@ mod langs;
 mod mailboxes;
 mod percentiles;
 mod ping_pong;
+pub mod remote;
 mod select;
 mod sieve;
 mod spawn_join;
@@ -65,6 +66,7 @@ pub fn all(config: &Config) -> Vec<Case> {
         idle_memory::cases(config),
         timers::cases(config),
         wake_latency::cases(config),
+        remote::cases(config),
     ]
     .into_iter()
     .flatten()
@@ -131,6 +133,7 @@ const CATALOGUE: &[(&str, &[&str])] = &[
         "general",
         &["spawn-join", "idle-memory", "timers", "wake-latency"],
     ),
+    ("remote", &["remote-ping-pong", "remote-throughput"]),
 ];
 
 /// Every group of docs/benchmarks.md, in catalogue order.
@@ -233,6 +236,12 @@ mod tests {
             ("fibers", "fan-out", 2),
             ("general", "spawn-join", 1),
         ];
+        // Erlang also runs the `remote` group (distribution between two
+        // nodes); Racket does not.
+        let remote: &[(&str, &str, usize)] = &[
+            ("remote", "remote-ping-pong", 1),
+            ("remote", "remote-throughput", 1),
+        ];
         // The `racket` group: Racket runs all ten workloads; Erlang, which
         // has mailboxes but no semaphores or channels, three.
         let racket_group = CATALOGUE[1].1;
@@ -243,9 +252,14 @@ mod tests {
                 System::Racket => racket_group,
                 _ => &erlang_in_racket_group,
             };
+            let remote = match system {
+                System::Erlang => remote,
+                _ => &[],
+            };
             let expected = expected
                 .into_iter()
-                .chain(in_group.iter().map(|&w| ("racket", w, 1)));
+                .chain(in_group.iter().map(|&w| ("racket", w, 1)))
+                .chain(remote.iter().copied());
             let mut total = 0;
             for (group, workload, count) in expected {
                 let n = rows
