@@ -28,7 +28,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Command, ExitCode, Stdio};
 use std::time::Duration;
 
-use fibra_remote::{NatsServer, Node, NodeOptions, RemoteAddr, ReplyTo};
+use fibra_remote::{NatsServer, Node, NodeOptions, RemoteAddr, ReplyTo, SendError};
 use serde::{Deserialize, Serialize};
 
 use crate::case::{Case, Params, Runner, Spec};
@@ -57,6 +57,13 @@ const ERLANG_NOTE: &str = "erlang: two distributed nodes (-sname ...@localhost, 
 /// Why the fibra rows are skipped when nats-server is missing.
 const NO_NATS: &str = "remote fibra rows: nats-server not found \
      (install it with `bash scripts/nats-server.sh install`, or set NATS_SERVER_BIN)";
+
+/// Both nodes' options: a node-down timeout far above the default (1 s),
+/// so that a machine loaded by the benchmark itself (a million messages
+/// in flight) is not taken for a dead peer.
+fn options() -> NodeOptions {
+    NodeOptions::new().heartbeat(Duration::from_millis(250), Duration::from_secs(30))
+}
 
 /// The messages of the benchmark.
 #[derive(Debug, Serialize, Deserialize)]
@@ -161,7 +168,8 @@ struct Session {
 #[cfg(feature = "fibra-rt")]
 impl Session {
     fn start() -> Session {
-        let server = NatsServer::start().unwrap_or_else(|e| panic!("cannot start nats-server: {e}"));
+        let server =
+            NatsServer::start().unwrap_or_else(|e| panic!("cannot start nats-server: {e}"));
         let exe = std::env::current_exe().expect("this executable");
         let mut host = Command::new(exe)
             .args([HOST_ARG, server.url()])
@@ -179,8 +187,14 @@ impl Session {
         let rt = fibra::Runtime::builder().build().expect("fibra runtime");
         let url = server.url().to_string();
         let (node, sink) = rt.block_on(async move {
-            let node = Node::connect(&url).await.expect("connect to nats-server");
-            let sink = node.lookup::<Bench>(ACTOR).await.expect("look the actor up");
+            let node = options()
+                .connect(&url)
+                .await
+                .expect("connect to nats-server");
+            let sink = node
+                .lookup::<Bench>(ACTOR)
+                .await
+                .expect("look the actor up");
             (node, sink)
         });
         Session {
@@ -233,14 +247,30 @@ async fn ping_pong(sink: &mut RemoteAddr<Bench>, n: u64) -> u64 {
 /// `n` sends, then the receiver's count (its sum checked).
 async fn throughput(sink: &mut RemoteAddr<Bench>, n: u64) -> u64 {
     for i in 0..n {
-        sink.send(Bench::Cast(i)).expect("send");
+        let mut msg = Bench::Cast(i);
+        // The node's outgoing queue holds a million messages; should the
+        // publisher fall that far behind, wait for it (never block it).
+        loop {
+            match sink.send(msg) {
+                Ok(()) => break,
+                Err(SendError::Full(back)) => {
+                    msg = back;
+                    fibra::yield_now().await;
+                }
+                Err(e) => panic!("send: {e}"),
+            }
+        }
     }
     let (count, sum) = sink
         .call(Bench::Count, CALL_TIMEOUT)
         .await
         .expect("the count's reply");
     if count == n {
-        assert_eq!(sum, n * (n.saturating_sub(1)) / 2, "wrong sum at the receiver");
+        assert_eq!(
+            sum,
+            n * (n.saturating_sub(1)) / 2,
+            "wrong sum at the receiver"
+        );
     }
     count
 }
@@ -261,7 +291,7 @@ pub fn host_main(args: &[String]) -> ExitCode {
     fibra::run(async move {
         // Room for every message of a run in the subscription's buffer:
         // this measures throughput, not the slow-consumer path.
-        let node = NodeOptions::new()
+        let node = options()
             .subscription_capacity(1 << 21)
             .connect(&url)
             .await
