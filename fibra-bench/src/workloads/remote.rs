@@ -24,6 +24,10 @@
 //! Erlang program with the `peer` module on a private `epmd`), messages
 //! `{Name, Node} ! Msg` to registered processes: one TCP hop each way.
 
+// Without fibra's runtime the fibra rows are skipped, and most of this
+// module is left unused.
+#![cfg_attr(not(feature = "fibra-rt"), allow(dead_code, unused_imports))]
+
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Command, ExitCode, Stdio};
 use std::time::Duration;
@@ -36,7 +40,7 @@ use crate::system::System;
 use crate::workloads::Config;
 
 /// The first argument that makes this executable the receiving process of
-/// a fibra row: `fibra-bench __remote-host <nats-url>`.
+/// a fibra row: `fibra-bench __remote-host <nats-url> <workers|->`.
 pub const HOST_ARG: &str = "__remote-host";
 
 /// The name the receiving actor is registered under.
@@ -109,7 +113,7 @@ pub fn cases(config: &Config) -> Vec<Case> {
     .into_iter()
     .flat_map(|(spec, work)| {
         [
-            spec.on(System::Fibra, fibra_runner(work))
+            spec.on(System::Fibra, fibra_runner(work, config.workers))
                 .with_note(FIBRA_NOTE),
             spec.on(System::Erlang, Runner::erlang(spec.workload))
                 .with_note(ERLANG_NOTE),
@@ -120,16 +124,16 @@ pub fn cases(config: &Config) -> Vec<Case> {
 
 /// The fibra row's runner: skipped without nats-server (or without fibra's
 /// runtime in this build).
-fn fibra_runner(work: Work) -> Runner {
+fn fibra_runner(work: Work, workers: Option<usize>) -> Runner {
     #[cfg(not(feature = "fibra-rt"))]
     {
-        let _ = work;
+        let _ = (work, workers);
         Runner::Unavailable(crate::exec::NO_FIBRA_RT)
     }
     #[cfg(feature = "fibra-rt")]
     match nats_server_installed() {
         true => Runner::InProcess(Box::new(move || {
-            let mut session = Session::start();
+            let mut session = Session::start(workers);
             Box::new(move || session.run(work))
         })),
         false => Runner::Unavailable(NO_NATS),
@@ -167,12 +171,15 @@ struct Session {
 
 #[cfg(feature = "fibra-rt")]
 impl Session {
-    fn start() -> Session {
+    /// `workers`: of both processes' runtimes (`--workers`; default: one
+    /// per core).
+    fn start(workers: Option<usize>) -> Session {
         let server =
             NatsServer::start().unwrap_or_else(|e| panic!("cannot start nats-server: {e}"));
         let exe = std::env::current_exe().expect("this executable");
         let mut host = Command::new(exe)
             .args([HOST_ARG, server.url()])
+            .arg(workers.map_or_else(|| "-".to_string(), |n| n.to_string()))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()
@@ -184,7 +191,7 @@ impl Session {
             .read_line(&mut line)
             .expect("read from the receiving process");
         assert_eq!(line.trim(), "ready", "the receiving process did not start");
-        let rt = fibra::Runtime::builder().build().expect("fibra runtime");
+        let rt = crate::exec::FibraFlavour::Multi(workers).build();
         let url = server.url().to_string();
         let (node, sink) = rt.block_on(async move {
             let node = options()
@@ -279,16 +286,21 @@ async fn throughput(sink: &mut RemoteAddr<Bench>, n: u64) -> u64 {
 /// receiving actor, prints `ready` once it is registered, and exits when
 /// its standard input closes (the row ended, or its process died).
 pub fn host_main(args: &[String]) -> ExitCode {
-    let [url] = args else {
-        eprintln!("fibra-bench {HOST_ARG}: expected <nats-url>, got {args:?}");
+    let [url, workers] = args else {
+        eprintln!("fibra-bench {HOST_ARG}: expected <nats-url> <workers|->, got {args:?}");
         return ExitCode::FAILURE;
     };
+    let mut builder = fibra::Runtime::builder();
+    if let Ok(n) = workers.parse() {
+        builder = builder.workers(n);
+    }
+    let rt = builder.build().expect("fibra runtime");
     std::thread::spawn(|| {
         let _ = std::io::copy(&mut std::io::stdin(), &mut std::io::sink());
         std::process::exit(0);
     });
     let url = url.clone();
-    fibra::run(async move {
+    rt.block_on(async move {
         // Room for every message of a run in the subscription's buffer:
         // this measures throughput, not the slow-consumer path.
         let node = options()
