@@ -365,7 +365,10 @@ start_epmd(Port) ->
           end,
     P = integer_to_list(Port),
     Epmd = open_port({spawn_executable, Exe},
-                     [{args, ["-port", P, "-address", "127.0.0.1"]}, exit_status,
+                     %% -relaxed_command_check: `epmd -kill` works even if a
+                     %% node that is shutting down is still registered.
+                     [{args, ["-port", P, "-address", "127.0.0.1",
+                              "-relaxed_command_check"]}, exit_status,
                       %% Its log lines (e.g. at -kill) are not ours to print.
                       stderr_to_stdout]),
     wait_epmd(Exe, P, 250),
@@ -379,14 +382,20 @@ wait_epmd(Exe, P, Tries) ->
         _ -> timer:sleep(20), wait_epmd(Exe, P, Tries - 1)
     end.
 
-%% `epmd -kill` (no node is registered any more), then wait for it to exit.
+%% `epmd -kill`, then wait for it to exit (asking again every 100 ms, for
+%% up to 5 s).
 stop_epmd(Epmd, Port) ->
     Exe = os:find_executable("epmd"),
-    _ = os:cmd(Exe ++ " -port " ++ integer_to_list(Port) ++ " -kill"),
+    stop_epmd(Epmd, Exe ++ " -port " ++ integer_to_list(Port) ++ " -kill", Port, 50).
+
+stop_epmd(_, _, Port, 0) ->
+    io:format(standard_error, "fibra_bench: epmd on port ~B did not exit~n", [Port]);
+stop_epmd(Epmd, Kill, Port, Tries) ->
+    _ = os:cmd(Kill),
     receive
         {Epmd, {exit_status, _}} -> ok
-    after 5000 ->
-            io:format(standard_error, "fibra_bench: epmd on port ~B did not exit~n", [Port])
+    after 100 ->
+            stop_epmd(Epmd, Kill, Port, Tries - 1)
     end.
 
 %% On node b: the registered processes `pong` (answers {ping, From, V} with
