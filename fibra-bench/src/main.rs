@@ -29,6 +29,12 @@ fn main() -> ExitCode {
     if args.first().is_some_and(|a| a == peers::child::ARG) {
         return peers::child::main(&args[1..]);
     }
+    if args
+        .first()
+        .is_some_and(|a| a == workloads::remote::HOST_ARG)
+    {
+        return workloads::remote::host_main(&args[1..]);
+    }
     if args.first().is_some_and(|a| a == harness::ROW_ARG) {
         return harness::row_main(&args[1..]);
     }

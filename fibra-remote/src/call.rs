@@ -10,6 +10,7 @@
 
 use crate::error::{CallError, ReplyError};
 use crate::node::{Node, NodeInner, Outgoing};
+use crate::out_queue::PushError;
 use crate::remote_addr::RemoteAddr;
 use crate::wire::{self, Kind};
 use async_nats::Subject;
@@ -157,7 +158,8 @@ pub struct ReplyTo<R> {
 
 impl<R: Serialize> ReplyTo<R> {
     /// Sends the reply (never blocks). Fails if there is no node to send
-    /// through, or the reply cannot be encoded or is too large; a reply to
+    /// through, its outgoing queue is full, or the reply cannot be encoded
+    /// or is too large; a reply to
     /// a caller that has gone is dropped at the caller's node (counted
     /// there as undeliverable).
     pub fn send(self, value: R) -> Result<(), ReplyError> {
@@ -176,10 +178,10 @@ impl<R: Serialize> ReplyTo<R> {
             )));
         }
         let subject = Subject::from(inner.node_subject(self.node, "r"));
-        if inner.push(Outgoing::Raw { subject, buf }) {
-            Ok(())
-        } else {
-            Err(ReplyError::NoNode)
+        match inner.push(Outgoing::Raw { subject, buf }) {
+            Ok(()) => Ok(()),
+            Err(PushError::Full) => Err(ReplyError::Full),
+            Err(PushError::Closed) => Err(ReplyError::NoNode),
         }
     }
 }

@@ -66,6 +66,11 @@ pub enum SendError<M> {
     Down(M, Down),
     /// This node was closed.
     NodeClosed(M),
+    /// This node's outgoing queue is full (see
+    /// [`NodeOptions::outgoing_capacity`](crate::NodeOptions::outgoing_capacity)):
+    /// the node sends faster than its connection drains, or NATS is
+    /// unreachable. Nothing was queued; try again later, or drop it.
+    Full(M),
     /// The encoded message is larger than the NATS server accepts.
     TooLarge {
         /// The message.
@@ -85,6 +90,7 @@ impl<M> SendError<M> {
         match self {
             SendError::Down(m, _)
             | SendError::NodeClosed(m)
+            | SendError::Full(m)
             | SendError::TooLarge { msg: m, .. }
             | SendError::Encode(m, _) => m,
         }
@@ -96,6 +102,7 @@ impl<M> fmt::Display for SendError<M> {
         match self {
             SendError::Down(_, why) => write!(f, "not sent: {why}"),
             SendError::NodeClosed(_) => f.write_str("not sent: the node is closed"),
+            SendError::Full(_) => f.write_str("not sent: the node's outgoing queue is full"),
             SendError::TooLarge { size, max, .. } => write!(
                 f,
                 "not sent: the message is {size} bytes, the NATS server takes at most {max}"
@@ -206,6 +213,9 @@ pub enum ReplyError {
     /// This `ReplyTo` was not received through a node (or its node is
     /// closed): there is no connection to reply through.
     NoNode,
+    /// The node's outgoing queue is full (see
+    /// [`NodeOptions::outgoing_capacity`](crate::NodeOptions::outgoing_capacity)).
+    Full,
     /// The reply could not be serialized, or is larger than the server
     /// takes.
     Encode(String),
@@ -215,6 +225,7 @@ impl fmt::Display for ReplyError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ReplyError::NoNode => f.write_str("no open node to reply through"),
+            ReplyError::Full => f.write_str("the node's outgoing queue is full"),
             ReplyError::Encode(e) => write!(f, "cannot send the reply: {e}"),
         }
     }

@@ -7,9 +7,9 @@
 //!   (heartbeats, liveness queries, replies), one bridge task per
 //!   registered actor and one watcher per remote node monitored. Nothing
 //!   else awaits a NATS future.
-//! * Outgoing messages go through one queue (`out`, an unbounded tokio
-//!   channel: a push never blocks, from any thread) drained by the one
-//!   publisher task, in order. So the messages of one node to one actor
+//! * Outgoing messages go through one queue (`out`, see `out_queue.rs`: a
+//!   push never blocks, from any thread, and is refused when the queue is
+//!   full) drained by the one publisher task, in order. So the messages of one node to one actor
 //!   reach NATS in the order their `send`s were queued, and the publisher,
 //!   the only task that touches a target's sequence counter, numbers them
 //!   in that order.
@@ -21,6 +21,7 @@
 //!   shuts the runtime down, which drops the tasks and their `Arc`s.
 
 use crate::error::{ConnectError, Down};
+use crate::out_queue::{OutQueue, PushError};
 use crate::service;
 use crate::stats::{Counters, Stats, bump};
 use async_nats::Subject;
@@ -32,7 +33,6 @@ use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::mpsc;
 
 /// How a [`Node`] connects and how fast it detects dead peers.
 ///
@@ -62,6 +62,7 @@ pub struct NodeOptions {
     request_timeout: Duration,
     subscription_capacity: usize,
     max_reconnect_delay: Duration,
+    outgoing_capacity: usize,
 }
 
 impl Default for NodeOptions {
@@ -73,7 +74,8 @@ impl Default for NodeOptions {
 impl NodeOptions {
     /// The defaults: heartbeats every 250 ms, a node down after 1 s without
     /// one, requests (lookups, registrations) answered within 2 s, 65,536
-    /// messages buffered per subscription, reconnection attempts at most
+    /// messages buffered per subscription, 1,048,576 sends and replies
+    /// waiting at most in the outgoing queue, reconnection attempts at most
     /// 500 ms apart, subjects under `fibra.`.
     pub fn new() -> Self {
         Self {
@@ -85,6 +87,7 @@ impl NodeOptions {
             request_timeout: Duration::from_secs(2),
             subscription_capacity: 65_536,
             max_reconnect_delay: Duration::from_millis(500),
+            outgoing_capacity: DEFAULT_OUTGOING_CAPACITY,
         }
     }
 
@@ -158,6 +161,40 @@ impl NodeOptions {
         self
     }
 
+    /// How many messages (sends and replies) may wait in this node's
+    /// outgoing queue for the connection (default 1,048,576). When that many
+    /// wait — the node sends faster than its connection drains, or NATS is
+    /// unreachable and the client's own buffer is full —
+    /// [`RemoteAddr::send`](crate::RemoteAddr::send) fails at once with
+    /// [`SendError::Full`](crate::SendError::Full), handing the message
+    /// back, and [`ReplyTo::send`](crate::ReplyTo::send) with
+    /// [`ReplyError::Full`](crate::ReplyError::Full). Nothing ever waits
+    /// for room.
+    ///
+    /// ```
+    /// use fibra_remote::{NodeOptions, SendError};
+    ///
+    /// let options = NodeOptions::new().outgoing_capacity(10_000);
+    /// // A sender that would rather wait than drop:
+    /// # fn retry_later(_: u64) {}
+    /// # fn handle(r: Result<(), SendError<u64>>) {
+    /// match r {
+    ///     Err(SendError::Full(msg)) => retry_later(msg),
+    ///     _ => {}
+    /// }
+    /// # }
+    /// # let _ = options;
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// If `capacity` is zero.
+    pub fn outgoing_capacity(mut self, capacity: usize) -> Self {
+        assert!(capacity > 0, "the outgoing capacity must be at least 1");
+        self.outgoing_capacity = capacity;
+        self
+    }
+
     /// Connects to the NATS server(s) at `url` (`nats://host:port`, or
     /// several separated by commas) and starts the node.
     pub async fn connect(self, url: &str) -> Result<Node, ConnectError> {
@@ -193,7 +230,7 @@ impl NodeOptions {
             .await
             .ok_or_else(|| ConnectError("the node's runtime stopped".into()))?
             .map_err(|e| ConnectError(e.to_string()))?;
-        let (out, out_rx) = mpsc::unbounded_channel();
+        let out = OutQueue::new(self.outgoing_capacity);
         let inner = Arc::new(NodeInner {
             id,
             name,
@@ -213,7 +250,7 @@ impl NodeOptions {
             next_id: AtomicU64::new(1),
             closed: AtomicBool::new(false),
         });
-        handle.spawn(publisher(inner.clone(), out_rx));
+        handle.spawn(publisher(inner.clone()));
         let started = inner.clone();
         run_on(&handle, async move { service::start(started).await })
             .await
@@ -282,7 +319,7 @@ pub(crate) struct NodeInner {
     pub(crate) client: async_nats::Client,
     pub(crate) handle: tokio::runtime::Handle,
     /// The publisher's queue: see the invariants.
-    pub(crate) out: mpsc::UnboundedSender<Outgoing>,
+    pub(crate) out: OutQueue,
     /// The server's `max_payload`, as announced at connect.
     pub(crate) max_payload: usize,
     pub(crate) heartbeat: Duration,
@@ -369,11 +406,10 @@ impl NodeInner {
             .clone()
     }
 
-    /// Queues a message for the publisher; `false` if the node is closed.
-    pub(crate) fn push(&self, msg: Outgoing) -> bool {
-        // Relaxed: a send racing `close` may go out or fail, either is
-        // right; the queue itself orders the messages.
-        !self.closed.load(Ordering::Relaxed) && self.out.send(msg).is_ok()
+    /// Queues a message that a user sends (a cast or a reply) for the
+    /// publisher; refused if the queue is full or the node closed.
+    pub(crate) fn push(&self, msg: Outgoing) -> Result<(), PushError> {
+        self.out.push(msg, true)
     }
 }
 
@@ -433,11 +469,12 @@ impl Node {
         run_on(&inner.handle, async move {
             let (tx, rx) = tokio::sync::oneshot::channel();
             // Behind every queued message: the publisher drains in order.
-            let _ = done.out.send(Outgoing::Raw {
+            done.out.close();
+            done.out.push_control(Outgoing::Raw {
                 subject: Subject::from(done.node_subject(done.id, "hb")),
                 buf: crate::wire::header(crate::wire::Kind::Stopping, done.id, 0),
             });
-            let _ = done.out.send(Outgoing::Marker(tx));
+            done.out.push_control(Outgoing::Marker(tx));
             let _ = rx.await;
             // Flushes, unsubscribes everything (the bridges' streams end)
             // and closes the connection.
@@ -472,9 +509,10 @@ pub(crate) fn run_on<T: Send + 'static>(
 }
 
 /// The publisher: see the invariants.
-async fn publisher(inner: Arc<NodeInner>, mut rx: mpsc::UnboundedReceiver<Outgoing>) {
-    let mut batch = Vec::with_capacity(64);
-    while rx.recv_many(&mut batch, 64).await > 0 {
+async fn publisher(inner: Arc<NodeInner>) {
+    let mut batch = std::collections::VecDeque::new();
+    loop {
+        inner.out.take(&mut batch).await;
         for msg in batch.drain(..) {
             let (subject, payload) = match msg {
                 Outgoing::Cast { target, mut buf } => {
@@ -489,6 +527,10 @@ async fn publisher(inner: Arc<NodeInner>, mut rx: mpsc::UnboundedReceiver<Outgoi
                     continue;
                 }
             };
+            // The whole queue may be one batch: give the node's other tasks
+            // (heartbeats, monitors, the connection's I/O) their turn, as a
+            // tokio channel's receive would.
+            tokio::task::coop::consume_budget().await;
             match inner.client.publish(subject.clone(), payload).await {
                 Ok(()) => bump(&inner.counters.sent, 1),
                 Err(e) => {
@@ -523,6 +565,9 @@ fn on_event(counters: &Counters, event: async_nats::Event) {
         other => tracing::warn!("fibra-remote: NATS event: {other}"),
     }
 }
+
+/// The default of [`NodeOptions::outgoing_capacity`].
+const DEFAULT_OUTGOING_CAPACITY: usize = 1 << 20;
 
 /// A random node id (never 0).
 fn fresh_id() -> u64 {

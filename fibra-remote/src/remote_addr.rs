@@ -4,6 +4,7 @@
 use crate::call::ReplyBox;
 use crate::error::{Down, SendError};
 use crate::node::{Node, Outgoing, Target};
+use crate::out_queue::PushError;
 use crate::wire::{self, Kind};
 use fibra::{BoxOp, IVar, Op, always};
 use serde::Serialize;
@@ -55,10 +56,10 @@ impl Route {
             });
         }
         let target = self.target.clone();
-        if inner.push(Outgoing::Cast { target, buf }) {
-            Ok(())
-        } else {
-            Err(SendError::NodeClosed(msg))
+        match inner.push(Outgoing::Cast { target, buf }) {
+            Ok(()) => Ok(()),
+            Err(PushError::Full) => Err(SendError::Full(msg)),
+            Err(PushError::Closed) => Err(SendError::NodeClosed(msg)),
         }
     }
 }
@@ -83,7 +84,10 @@ impl<M> RemoteAddr<M> {
     /// queued for the node's publisher.
     ///
     /// Fails, handing the message back, when the actor's monitor has fired
-    /// ([`SendError::Down`]), the node is closed, the encoded message is
+    /// ([`SendError::Down`]), the node's outgoing queue is full
+    /// ([`SendError::Full`], see
+    /// [`NodeOptions::outgoing_capacity`](crate::NodeOptions::outgoing_capacity)),
+    /// the node is closed, the encoded message is
     /// larger than the server's `max_payload` ([`SendError::TooLarge`]) or
     /// it cannot be serialized. `Ok` means queued: delivery is at most once
     /// (a message in flight when the actor's process dies, or while the
