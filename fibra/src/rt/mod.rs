@@ -20,8 +20,8 @@
 //! assert_eq!(sum, 5050);
 //! ```
 //!
-//! Layout: `task.rs` (a task's allocation, state machine and join state),
-//! `future_cell.rs` (where a task's future lives, pinned, until it is
+//! Layout: `task/` (a task's allocation, state machine and join state),
+//! `task/future_cell.rs` (where a task's future lives, pinned, until it is
 //! dropped in place), `task_alloc.rs` (the workers' slabs that tasks are
 //! allocated from), `worker.rs` (the run loop, local queue and `next`
 //! slot), `retained.rs` (tasks that went idle on a worker and stay
