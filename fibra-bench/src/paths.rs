@@ -34,6 +34,7 @@ pub fn peer_source_dir(peer: Peer) -> PathBuf {
     manifest_dir().join(peer.name())
 }
 
-fn manifest_dir() -> &'static Path {
+/// The fibra-bench crate's directory.
+pub fn manifest_dir() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }

@@ -58,6 +58,8 @@ fn colour(system: System) -> &'static str {
         System::TokioCt => "#238b45",
         System::TokioCtOneshot => "#74c476",
         System::TokioMt => "#a1d99b",
+        System::TokioCtMimalloc => "#006d2c",
+        System::TokioMtMimalloc => "#41ab5d",
         System::Crossbeam => "#6a51a3",
         System::FlumeThreads => "#9e9ac8",
         System::FlumeTokioCt => "#807dba",
