@@ -20,7 +20,10 @@ pub fn target_dir() -> PathBuf {
                 .find(|dir| dir.join("CACHEDIR.TAG").is_file())
                 .map(Path::to_path_buf)
         })
-        .unwrap_or_else(|| manifest_dir().join("../target"))
+        .unwrap_or_else(|| match manifest_dir().parent() {
+            Some(workspace) => workspace.join("target"),
+            None => manifest_dir().join("target"),
+        })
 }
 
 /// `<target>/fibra-bench`: the report, the charts, and the built peers
