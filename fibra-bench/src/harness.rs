@@ -596,6 +596,20 @@ mod tests {
     }
 
     #[test]
+    fn a_mimalloc_row_never_runs_with_this_executables_allocator() {
+        // Without row processes there is no second executable to run it in.
+        let case = spec(7).on(System::TokioCtMimalloc, on_threads(|| 7));
+        let summary = harness(1).run_all(vec![case]).unwrap();
+        assert!(summary.rows.is_empty());
+        assert_eq!(
+            summary.skipped,
+            ["mimalloc rows: run only in row processes"]
+        );
+        assert_eq!(System::TokioMtMimalloc.allocator(), Allocator::Mimalloc);
+        assert_eq!(System::TokioMt.allocator(), Allocator::System);
+    }
+
+    #[test]
     fn unavailable_peers_skip_with_one_note_each() {
         let cases = vec![
             spec(7).on(System::Go, Runner::go("x")),
