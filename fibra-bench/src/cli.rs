@@ -25,6 +25,12 @@ OPTIONS:
 OUTPUT:
     a table on stdout (progress on stderr), target/fibra-bench/report.json and
     an SVG bar chart per group, target/fibra-bench/<group>.svg
+
+NOTES:
+    every row runs in a fresh process; the tokio-*-mimalloc rows run in a second
+    executable, fibra-bench-mimalloc (mimalloc as the global allocator), which the
+    suite builds with cargo on first use. Go, Erlang and Racket rows are skipped
+    with a note when their toolchain is missing (see docs/benchmarks.md)
 ";
 
 /// The options of one benchmark run.
