@@ -13,6 +13,9 @@
 //!   `try_` method and a blocking method. Nothing sent is lost: failed sends
 //!   return the value, and a received value whose perform is dropped goes
 //!   back to the channel.
+//! * **Other channels**: [`oneshot`] (a reply slot), [`broadcast`] (every
+//!   receiver sees every value) and [`watch`] (the latest value), each with
+//!   its waits as ops; periodic ticks with [`time::interval`].
 //!
 //! ```
 //! use fibra::{Op, channel, choose};
@@ -56,10 +59,11 @@ pub mod time;
 mod wake;
 
 pub use chan::{
-    Receiver, RecvError, RecvOp, SendError, SendOp, SendTimeoutError, Sender, TryRecvError,
-    TrySendError, bounded, channel, unbounded,
+    Receiver, RecvError, RecvOp, RecvTimeoutError, SendError, SendOp, SendTimeoutError, Sender,
+    TryRecvError, TrySendError, WeakSender, bounded, channel, unbounded,
 };
-pub use mailbox::{Addr, Exit, Mailbox, Monitor, RecvTimeoutError, bounded_mailbox, mailbox};
+pub use chan::{broadcast, oneshot, watch};
+pub use mailbox::{Addr, Exit, Mailbox, Monitor, bounded_mailbox, mailbox};
 pub use op::{
     Always, BoxOp, Branches, Choose, Guard, Nack, Never, Op, Perform, WithNack, Wrap, always,
     block_on, choose, choose_biased, guard, never, seed_choice_rng, with_nack,

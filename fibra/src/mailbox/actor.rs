@@ -51,24 +51,30 @@ where
     mb.owned_by_task = true;
     let inner = addr.inner.clone();
     let fut = Actor {
-        fut: Some(Box::pin(body(mb))),
+        fut: Some(body(mb)),
         inner: Some(inner),
     };
     (addr, fut)
 }
 
 /// An actor's task: runs the body and reports how it ended.
+///
+/// Structurally pinned: `fut` is pinned whenever the `Actor` is, never
+/// moved out, and dropped in place (set to `None`) before the exit is
+/// reported.
 pub(crate) struct Actor<F, M> {
-    /// Boxed so it can be dropped in place before the exit is reported.
-    fut: Option<Pin<Box<F>>>,
+    /// The body; `None` once it ended.
+    fut: Option<F>,
     /// `None` once the exit is reported.
     inner: Option<Arc<Inner<M>>>,
 }
 
 impl<F, M> Actor<F, M> {
     /// Closes the mailbox, then reports `exit`, after the body (and the
-    /// mailbox, if it still holds it) was dropped.
+    /// mailbox, if it still holds it) was dropped in place.
     fn end(&mut self, exit: Exit) {
+        // Assigning drops the old value where it is: the pinned body is
+        // never moved.
         self.fut = None;
         if let Some(inner) = self.inner.take() {
             inner.close();
@@ -91,12 +97,18 @@ impl<F: Future, M> Future for Actor<F, M> {
     type Output = Option<F::Output>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        // `Actor` is Unpin: the body is boxed.
-        let this = self.get_mut();
+        // SAFETY: nothing is moved out of `this`: `fut` is only polled
+        // through the pin below and dropped in place (`end`, and the
+        // assignment of `None` on a panic), and `Actor` has no `Unpin` impl
+        // of its own (it is `Unpin` only when `F` is).
+        let this = unsafe { self.get_unchecked_mut() };
         let Some(fut) = this.fut.as_mut() else {
             return Poll::Ready(None);
         };
-        match catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(cx))) {
+        // SAFETY: `fut` lives in the pinned `Actor` and is never moved (see
+        // above).
+        let fut = unsafe { Pin::new_unchecked(fut) };
+        match catch_unwind(AssertUnwindSafe(|| fut.poll(cx))) {
             Ok(Poll::Pending) => Poll::Pending,
             Ok(Poll::Ready(out)) => {
                 this.end(Exit::Normal);
