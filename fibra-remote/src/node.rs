@@ -77,6 +77,15 @@ impl NodeOptions {
     /// messages buffered per subscription, 1,048,576 sends and replies
     /// waiting at most in the outgoing queue, reconnection attempts at most
     /// 500 ms apart, subjects under `fibra.`.
+    ///
+    /// ```no_run
+    /// use fibra_remote::NodeOptions;
+    ///
+    /// # fibra::block_on(async {
+    /// let node = NodeOptions::new().connect("nats://127.0.0.1:4222").await.unwrap();
+    /// assert!(node.is_connected());
+    /// # });
+    /// ```
     pub fn new() -> Self {
         Self {
             name: None,
@@ -92,6 +101,19 @@ impl NodeOptions {
     }
 
     /// The connection's name, as NATS monitoring shows it.
+    ///
+    /// ```no_run
+    /// use fibra_remote::NodeOptions;
+    ///
+    /// # fibra::block_on(async {
+    /// let node = NodeOptions::new()
+    ///     .name("billing-1")
+    ///     .connect("nats://127.0.0.1:4222")
+    ///     .await
+    ///     .unwrap();
+    /// assert_eq!(node.name(), "billing-1");
+    /// # });
+    /// ```
     pub fn name(mut self, name: impl Into<String>) -> Self {
         self.name = Some(name.into());
         self
@@ -101,6 +123,15 @@ impl NodeOptions {
     /// NKey, JWT, `.creds` file) and TLS (`require_tls`, root and client
     /// certificates) are set here. The node then sets its own name, event
     /// callback, subscription capacity and reconnection delay on them.
+    ///
+    /// ```no_run
+    /// use fibra_remote::NodeOptions;
+    ///
+    /// # fibra::block_on(async {
+    /// let nats = fibra_remote::async_nats::ConnectOptions::new().name("my-service");
+    /// let node = NodeOptions::new().nats(nats).connect("nats://127.0.0.1:4222").await.unwrap();
+    /// # });
+    /// ```
     pub fn nats(mut self, options: async_nats::ConnectOptions) -> Self {
         self.nats = Some(options);
         self
@@ -112,6 +143,15 @@ impl NodeOptions {
     /// # Panics
     ///
     /// If `prefix` is empty or holds whitespace, `*` or `>`.
+    ///
+    /// ```no_run
+    /// use fibra_remote::NodeOptions;
+    ///
+    /// # fibra::block_on(async {
+    /// // Nodes with different prefixes do not see each other's names.
+    /// let staging = NodeOptions::new().prefix("staging").connect("nats://127.0.0.1:4222").await.unwrap();
+    /// # });
+    /// ```
     pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
         let prefix = prefix.into();
         assert!(
@@ -132,6 +172,20 @@ impl NodeOptions {
     /// # Panics
     ///
     /// If `interval` is zero or `down_after` is not above `interval`.
+    ///
+    /// ```no_run
+    /// use fibra_remote::NodeOptions;
+    /// use std::time::Duration;
+    ///
+    /// # fibra::block_on(async {
+    /// let node = NodeOptions::new()
+    ///     .heartbeat(Duration::from_millis(100), Duration::from_millis(500))
+    ///     .connect("nats://127.0.0.1:4222")
+    ///     .await
+    ///     .unwrap();
+    /// assert_eq!(node.down_after(), Duration::from_millis(500));
+    /// # });
+    /// ```
     pub fn heartbeat(mut self, interval: Duration, down_after: Duration) -> Self {
         assert!(
             !interval.is_zero() && down_after > interval,
@@ -143,6 +197,19 @@ impl NodeOptions {
     }
 
     /// How long a lookup or a registration waits for answers.
+    ///
+    /// ```no_run
+    /// use fibra_remote::NodeOptions;
+    /// use std::time::Duration;
+    ///
+    /// # fibra::block_on(async {
+    /// let node = NodeOptions::new()
+    ///     .request_timeout(Duration::from_secs(2))
+    ///     .connect("nats://127.0.0.1:4222")
+    ///     .await
+    ///     .unwrap();
+    /// # });
+    /// ```
     pub fn request_timeout(mut self, timeout: Duration) -> Self {
         self.request_timeout = timeout;
         self
@@ -150,12 +217,37 @@ impl NodeOptions {
 
     /// Messages the NATS client buffers per subscription (each registered
     /// actor has one) before it drops them and reports a slow consumer.
+    ///
+    /// ```no_run
+    /// use fibra_remote::NodeOptions;
+    ///
+    /// # fibra::block_on(async {
+    /// let node = NodeOptions::new()
+    ///     .subscription_capacity(65_536)
+    ///     .connect("nats://127.0.0.1:4222")
+    ///     .await
+    ///     .unwrap();
+    /// # });
+    /// ```
     pub fn subscription_capacity(mut self, capacity: usize) -> Self {
         self.subscription_capacity = capacity.max(1);
         self
     }
 
     /// The longest wait between two attempts to reconnect.
+    ///
+    /// ```no_run
+    /// use fibra_remote::NodeOptions;
+    /// use std::time::Duration;
+    ///
+    /// # fibra::block_on(async {
+    /// let node = NodeOptions::new()
+    ///     .max_reconnect_delay(Duration::from_millis(500))
+    ///     .connect("nats://127.0.0.1:4222")
+    ///     .await
+    ///     .unwrap();
+    /// # });
+    /// ```
     pub fn max_reconnect_delay(mut self, delay: Duration) -> Self {
         self.max_reconnect_delay = delay;
         self
@@ -197,6 +289,16 @@ impl NodeOptions {
 
     /// Connects to the NATS server(s) at `url` (`nats://host:port`, or
     /// several separated by commas) and starts the node.
+    ///
+    /// ```no_run
+    /// use fibra_remote::NodeOptions;
+    ///
+    /// # fibra::block_on(async {
+    /// let node = NodeOptions::new().name("worker").connect("nats://127.0.0.1:4222").await?;
+    /// assert_eq!(node.name(), "worker");
+    /// # Ok::<(), fibra_remote::ConnectError>(())
+    /// # }).unwrap();
+    /// ```
     pub async fn connect(self, url: &str) -> Result<Node, ConnectError> {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
@@ -415,6 +517,14 @@ impl NodeInner {
 
 impl Node {
     /// Connects with the default [`NodeOptions`].
+    ///
+    /// ```no_run
+    /// # fibra::block_on(async {
+    /// let node = fibra_remote::Node::connect("nats://127.0.0.1:4222").await?;
+    /// assert!(node.is_connected());
+    /// # Ok::<(), fibra_remote::ConnectError>(())
+    /// # }).unwrap();
+    /// ```
     pub async fn connect(url: &str) -> Result<Node, ConnectError> {
         NodeOptions::new().connect(url).await
     }
@@ -425,31 +535,77 @@ impl Node {
 
     /// This node's id: random, fixed for the node's life, unique in the
     /// cluster with overwhelming probability.
+    ///
+    /// ```no_run
+    /// # fibra::block_on(async {
+    /// # let node = fibra_remote::Node::connect("nats://127.0.0.1:4222").await.unwrap();
+    /// let other = fibra_remote::Node::connect("nats://127.0.0.1:4222").await.unwrap();
+    /// assert_ne!(node.id(), other.id()); // unique per node
+    /// # });
+    /// ```
     pub fn id(&self) -> u64 {
         self.inner().id
     }
 
     /// The connection's name.
+    ///
+    /// ```no_run
+    /// # fibra::block_on(async {
+    /// # let node = fibra_remote::Node::connect("nats://127.0.0.1:4222").await.unwrap();
+    /// println!("this node is {}", node.name()); // `fibra-<id>` unless named
+    /// # });
+    /// ```
     pub fn name(&self) -> &str {
         &self.inner().name
     }
 
     /// The largest encoded message the server takes (its `max_payload`).
+    ///
+    /// ```no_run
+    /// # fibra::block_on(async {
+    /// # let node = fibra_remote::Node::connect("nats://127.0.0.1:4222").await.unwrap();
+    /// println!("messages up to {} bytes, header included", node.max_payload());
+    /// # });
+    /// ```
     pub fn max_payload(&self) -> usize {
         self.inner().max_payload
     }
 
     /// How long after its last heartbeat a remote node is declared down.
+    ///
+    /// ```no_run
+    /// # fibra::block_on(async {
+    /// # let node = fibra_remote::Node::connect("nats://127.0.0.1:4222").await.unwrap();
+    /// println!("a silent node counts as down after {:?}", node.down_after());
+    /// # });
+    /// ```
     pub fn down_after(&self) -> Duration {
         self.inner().down_after
     }
 
     /// The node's counters: what it sent, delivered, and dropped (and why).
+    ///
+    /// ```no_run
+    /// # fibra::block_on(async {
+    /// # let node = fibra_remote::Node::connect("nats://127.0.0.1:4222").await.unwrap();
+    /// let stats = node.stats();
+    /// println!("sent {}, delivered {}, lost {}", stats.sent, stats.delivered, stats.lost);
+    /// # });
+    /// ```
     pub fn stats(&self) -> Stats {
         self.inner().counters.snapshot()
     }
 
     /// Whether the client is connected to a NATS server now.
+    ///
+    /// ```no_run
+    /// # fibra::block_on(async {
+    /// # let node = fibra_remote::Node::connect("nats://127.0.0.1:4222").await.unwrap();
+    /// if !node.is_connected() {
+    ///     eprintln!("NATS is unreachable; sends fail until it reconnects");
+    /// }
+    /// # });
+    /// ```
     pub fn is_connected(&self) -> bool {
         self.inner().client.connection_state() == async_nats::connection::State::Connected
     }
@@ -460,6 +616,14 @@ impl Node {
     /// is drained and closed. Sends through it fail from now on with
     /// [`SendError::NodeClosed`](crate::SendError). Its registered actors
     /// stay alive locally, unreachable: their names are gone.
+    ///
+    /// ```no_run
+    /// # fibra::block_on(async {
+    /// # let node = fibra_remote::Node::connect("nats://127.0.0.1:4222").await.unwrap();
+    /// node.close().await; // monitors on other nodes see `Down::NodeStopped`
+    /// assert!(!node.is_connected());
+    /// # });
+    /// ```
     pub async fn close(&self) {
         let inner = self.inner().clone();
         if inner.closed.swap(true, Ordering::AcqRel) {

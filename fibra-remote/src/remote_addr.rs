@@ -20,6 +20,18 @@ use std::sync::Arc;
 ///
 /// Clonable and `Send`. Two addresses are equal when they name the same
 /// remote actor. It keeps its [`Node`] open.
+///
+/// ```no_run
+/// use fibra_remote::RemoteAddr;
+///
+/// # fibra::block_on(async {
+/// # let node = fibra_remote::Node::connect("nats://127.0.0.1:4222").await.unwrap();
+/// let counter: RemoteAddr<u64> = node.lookup("counter").await.unwrap();
+/// counter.send(1).unwrap(); // never blocks
+/// let clone = counter.clone();
+/// clone.send(2).unwrap();
+/// # });
+/// ```
 pub struct RemoteAddr<M> {
     pub(crate) route: Route,
     /// This handle's reply mailbox, made by its first call.
@@ -139,26 +151,75 @@ impl<M> RemoteAddr<M> {
     /// actor's end is seen as soon as its node's exit notice arrives; a
     /// node's death within the heartbeat timeout plus one heartbeat
     /// interval (1.25 s by default, see [`NodeOptions::heartbeat`](crate::NodeOptions::heartbeat)).
+    ///
+    /// ```no_run
+    /// use fibra::select;
+    ///
+    /// # fibra::block_on(async {
+    /// # let node = fibra_remote::Node::connect("nats://127.0.0.1:4222").await.unwrap();
+    /// let worker = node.lookup::<u32>("worker").await.unwrap();
+    /// let (_tx, rx) = fibra::channel::<u32>();
+    /// select! {
+    ///     down = worker.exited_op() => println!("worker gone: {down}"),
+    ///     job = rx.recv_op() => println!("job {job:?}"),
+    /// }
+    /// # });
+    /// ```
     pub fn exited_op(&self) -> fibra::GetOp<'_, Down> {
         self.route.down.get_op()
     }
 
     /// Waits until the actor's monitor fires; see [`exited_op`](Self::exited_op).
+    ///
+    /// ```no_run
+    /// # fibra::block_on(async {
+    /// # let node = fibra_remote::Node::connect("nats://127.0.0.1:4222").await.unwrap();
+    /// let worker = node.lookup::<u32>("worker").await.unwrap();
+    /// let down = worker.exited().await;
+    /// println!("worker gone: {down}");
+    /// # });
+    /// ```
     pub async fn exited(&self) -> Down {
         self.exited_op().await
     }
 
     /// Why the actor is gone, if its monitor fired.
+    ///
+    /// ```no_run
+    /// # fibra::block_on(async {
+    /// # let node = fibra_remote::Node::connect("nats://127.0.0.1:4222").await.unwrap();
+    /// let worker = node.lookup::<u32>("worker").await.unwrap();
+    /// if let Some(down) = worker.try_exited() {
+    ///     println!("already gone: {down}");
+    /// }
+    /// # });
+    /// ```
     pub fn try_exited(&self) -> Option<Down> {
         self.route.down.try_get()
     }
 
     /// The id of the node that hosts the actor.
+    ///
+    /// ```no_run
+    /// # fibra::block_on(async {
+    /// # let node = fibra_remote::Node::connect("nats://127.0.0.1:4222").await.unwrap();
+    /// let worker = node.lookup::<u32>("worker").await.unwrap();
+    /// println!("hosted by node {:016x}", worker.node_id());
+    /// # });
+    /// ```
     pub fn node_id(&self) -> u64 {
         self.route.remote_node
     }
 
     /// The NATS subject the actor's messages are published to.
+    ///
+    /// ```no_run
+    /// # fibra::block_on(async {
+    /// # let node = fibra_remote::Node::connect("nats://127.0.0.1:4222").await.unwrap();
+    /// let worker = node.lookup::<u32>("worker").await.unwrap();
+    /// println!("messages go to NATS subject {}", worker.subject());
+    /// # });
+    /// ```
     pub fn subject(&self) -> &str {
         self.route.target.subject.as_str()
     }

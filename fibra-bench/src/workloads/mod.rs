@@ -227,6 +227,13 @@ mod tests {
             for system in ["fibra", "fibra-1", "fibra-ct", "tokio-ct", "tokio-mt", "go"] {
                 assert!(systems.contains(&system), "{workload}: no {system} row");
             }
+            // The workloads that spawn or allocate per message (those of
+            // `task_rows`) also run tokio with mimalloc.
+            if group == "fibers" || workload == "spawn-join" {
+                for system in ["tokio-ct-mimalloc", "tokio-mt-mimalloc"] {
+                    assert!(systems.contains(&system), "{workload}: no {system} row");
+                }
+            }
         }
     }
 
