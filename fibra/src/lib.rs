@@ -69,6 +69,15 @@ pub use rt::{
     spawn_blocking, yield_now,
 };
 pub use select::{WaitUntil, choose_all};
+
+/// `#[fibra::main]`: runs an `async fn main` on a fibra runtime (feature
+/// `macros`, on by default).
+#[cfg(feature = "macros")]
+pub use fibra_macros::main;
+/// `#[fibra::test]`: an `async fn` test run on a fresh fibra runtime
+/// (feature `macros`, on by default).
+#[cfg(feature = "macros")]
+pub use fibra_macros::test;
 pub use sync::{
     AcquireError, AcquireOp, GetOp, IVar, LockOp, MVar, Mutex, MutexGuard, NotifiedOp, Notify,
     Permit, PutOp, Semaphore, TakeOp, TryAcquireError,
