@@ -38,6 +38,7 @@
 mod block_on;
 mod choice;
 mod combinators;
+mod from_future;
 mod nack;
 mod perform;
 pub(crate) mod rng;
@@ -49,6 +50,7 @@ pub use block_on::block_on;
 pub(crate) use block_on::{check_blocking_allowed, forbid_blocking};
 pub use choice::{BoxOp, Branches, Choose, choose, choose_biased};
 pub use combinators::{Always, Guard, Never, Wrap, always, guard, never};
+pub use from_future::{CellOp, FromFuture, FutureCell, from_future};
 pub use nack::{Nack, WithNack, with_nack};
 pub use perform::Perform;
 pub use rng::seed_choice_rng;
@@ -122,6 +124,8 @@ op_into_future! {
     impl['a, T] BoxOp<'a, T>;
     impl[] Nack;
     impl[F, O] WithNack<F, O>;
+    impl[F: std::future::Future] FromFuture<F>;
+    impl['c, F: std::future::Future + Unpin] CellOp<'c, F>;
 }
 
 pub(crate) mod sealed {
