@@ -104,6 +104,7 @@ impl Pool {
 ///     assert_eq!(h.await.unwrap(), "slept");
 /// });
 /// ```
+#[track_caller]
 pub fn spawn_blocking<F, T>(f: F) -> JoinHandle<T>
 where
     F: FnOnce() -> T + Send + 'static,

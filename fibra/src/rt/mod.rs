@@ -563,17 +563,19 @@ impl std::fmt::Debug for Handle {
 ///     assert_eq!(h.await.unwrap(), 4);
 /// });
 /// ```
+#[track_caller]
 pub fn spawn<F>(future: F) -> JoinHandle<F::Output>
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
-    with_current(|ctx| match ctx {
-        Some(ctx) => ctx.shared.spawn(future),
+    // The panic is outside the closure, so that it names the caller's line.
+    match with_current(|ctx| ctx.map(|ctx| ctx.shared.spawn(future))) {
+        Some(handle) => handle,
         None => panic!(
             "fibra::spawn called outside a fibra runtime; use Runtime::spawn or Handle::spawn"
         ),
-    })
+    }
 }
 
 /// Spawns a task on the current fibra runtime that owns a new mailbox, and
@@ -604,6 +606,7 @@ where
 ///     assert_eq!(inbox.recv().await.as_deref(), Some("hi"));
 /// });
 /// ```
+#[track_caller]
 pub fn spawn_actor<M, B, F>(body: B) -> crate::Addr<M>
 where
     M: Send + 'static,
@@ -611,11 +614,17 @@ where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
+    // Checked before `body` runs: outside a runtime nothing is built.
+    if !with_current(|ctx| ctx.is_some()) {
+        panic!(
+            "fibra::spawn_actor called outside a fibra runtime; use Handle::spawn_actor \
+             (Runtime::handle().spawn_actor(..))"
+        )
+    }
     let (addr, fut) = crate::mailbox::actor(body);
-    with_current(|ctx| match ctx {
-        Some(ctx) => drop(ctx.shared.spawn(fut)),
-        None => {
-            panic!("fibra::spawn_actor called outside a fibra runtime; use Handle::spawn_actor")
+    with_current(|ctx| {
+        if let Some(ctx) = ctx {
+            drop(ctx.shared.spawn(fut));
         }
     });
     addr
