@@ -95,7 +95,7 @@ mod tokio_feature {
             rt.block_on(async {
                 let (_tx, rx) = fibra::channel::<u32>();
                 // Bounded, so that a missing check fails rather than hangs.
-                let _ = fibra::choose((
+                fibra::choose((
                     rx.recv_op().wrap(|_| ()),
                     fibra::time::after(std::time::Duration::from_secs(2)),
                 ))
