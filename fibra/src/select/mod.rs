@@ -50,6 +50,12 @@ pub type NoneTag = Option<()>;
 /// it would wait forever). At most 12 clauses; for more, or a number known
 /// only at run time, use [`choose`](crate::choose) over a `Vec`.
 ///
+/// A send clause made with [`send_op_from`](crate::Sender::send_op_from)
+/// borrows its value from a slot the caller owns: if another clause wins
+/// (or `else` runs), the value is back in the slot when the body runs.
+/// (A [`send_op`](crate::Sender::send_op) owns its value, which is dropped
+/// with the losing op.)
+///
 /// `select!` must be used inside async code (it `.await`s); on an OS thread
 /// use [`select_blocking!`](crate::select_blocking!). Bodies run in the
 /// enclosing function: `break`, `continue`, `return` and `?` work as usual.
@@ -414,11 +420,14 @@ macro_rules! __select_emit {
 macro_rules! __select_run {
     ($mode:ident $choice:ident $any:ident [$else:expr] $([$name:ident [$p:pat] [$body:expr]])*) => {{
         let _ = $any;
-        match $crate::Op::try_perform($choice) {
+        // The choice is dropped before `else` runs: a losing
+        // `send_op_from` puts its value back in the caller's slot, which
+        // the `else` body may then use.
+        match $crate::Op::try_perform($choice).map_err(::core::mem::drop) {
             ::core::result::Result::Ok(__out) => match __out {
                 $(__SelectOut::$name(__v) => { let $p = __v; $body })*
             },
-            ::core::result::Result::Err(_) => $else,
+            ::core::result::Result::Err(()) => $else,
         }
     }};
     (await $choice:ident $any:ident [] $([$name:ident [$p:pat] [$body:expr]])*) => {{
