@@ -21,6 +21,7 @@ use std::time::Duration;
 
 type Tx = Sender<Msg>;
 type Rx = Receiver<Msg>;
+type Sent = Result<(), SendError<Msg>>;
 
 const WATCHDOG: Duration = Duration::from_secs(120);
 
@@ -121,7 +122,7 @@ fn thread_step(rng: &mut Rng, p: &mut Producer, txs: &[Tx]) {
                 .then(|| Duration::from_micros(rng.below(300) as u64));
             let biased = rng.chance(30);
             let r = {
-                let mut ops: Vec<fibra::BoxOp<'_, Option<Result<(), SendError<Msg>>>>> = chans
+                let mut ops: Vec<fibra::BoxOp<'_, Option<Sent>>> = chans
                     .iter()
                     .zip(slots.iter_mut())
                     .map(|(&c, s)| txs[c].send_op_from(s).wrap(Some).boxed())
