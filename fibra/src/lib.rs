@@ -65,8 +65,8 @@ pub use op::{
     block_on, choose, choose_biased, guard, never, seed_choice_rng, with_nack,
 };
 pub use rt::{
-    Builder, Handle, JoinError, JoinHandle, JoinOp, Runtime, run, spawn, spawn_actor,
-    spawn_blocking, yield_now,
+    Builder, Handle, JoinError, JoinHandle, JoinOp, Runtime, RuntimeMetrics, run, spawn,
+    spawn_actor, spawn_blocking, yield_now,
 };
 pub use select::{WaitUntil, choose_all};
 

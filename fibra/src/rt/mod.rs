@@ -37,6 +37,7 @@ mod blocking;
 mod builder;
 mod idle;
 mod join;
+mod metrics;
 mod park;
 mod queue;
 mod registry;
@@ -51,6 +52,7 @@ pub use blocking::spawn_blocking;
 pub use builder::Builder;
 pub use join::JoinError;
 pub use join::{JoinHandle, JoinOp};
+pub use metrics::RuntimeMetrics;
 
 use crate::loom::{AtomicBool, AtomicPtr, Mutex, Ordering, fence, lock};
 use idle::Idle;
@@ -100,6 +102,11 @@ pub(crate) struct Shared {
     /// Per worker: a wake from elsewhere marked a task it retains
     /// (`retained.rs`); it looks at its ring at its next turn.
     retained_woken: Box<[retained::WokenHint]>,
+    /// Each worker's counters, and those of other threads (`metrics.rs`).
+    #[cfg(feature = "metrics")]
+    counters: Box<[crossbeam_utils::CachePadded<metrics::Counters>]>,
+    #[cfg(feature = "metrics")]
+    outside: metrics::Counters,
 }
 
 impl Shared {
@@ -218,11 +225,26 @@ impl Shared {
         Ok(())
     }
 
+    /// Counts `c` (a spawn, a task finished) for the current thread: on
+    /// its worker's counters if it is a worker of this runtime, else on
+    /// `outside` (`metrics.rs`). Nothing without the feature `metrics`.
+    #[inline(always)]
+    fn count_here(&self, c: metrics::Count) {
+        #[cfg(feature = "metrics")]
+        with_current(|ctx| match ctx {
+            Some(ctx) if std::ptr::eq(&*ctx.shared, self) => self.counters[ctx.index].bump(c),
+            _ => self.outside.bump_shared(c),
+        });
+        #[cfg(not(feature = "metrics"))]
+        let _ = c;
+    }
+
     fn spawn<F>(self: &Arc<Self>, future: F) -> JoinHandle<F::Output>
     where
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
+        self.count_here(metrics::Count::Spawned);
         let (task, handle) = Task::allocate(future, self.clone());
         if self.is_shutdown() {
             task.shutdown();
@@ -527,6 +549,17 @@ impl Handle {
         let (addr, fut) = crate::mailbox::actor(body);
         drop(self.shared.spawn(fut));
         addr
+    }
+
+    /// The runtime's metrics: workers, queue depths and (with the feature
+    /// `metrics`) counters, as tokio's `RuntimeMetrics`.
+    ///
+    /// ```
+    /// let rt = fibra::Runtime::builder().workers(2).build().unwrap();
+    /// assert_eq!(rt.handle().metrics().num_workers(), 2);
+    /// ```
+    pub fn metrics(&self) -> RuntimeMetrics {
+        RuntimeMetrics::new(self.shared.clone())
     }
 
     /// The handle of the runtime whose worker runs the current task, if any.
