@@ -53,6 +53,7 @@ pub mod rt;
 pub mod select;
 pub mod sync;
 pub mod time;
+mod trace;
 mod wake;
 
 pub use chan::{

@@ -246,6 +246,7 @@ impl Shared {
     {
         self.count_here(metrics::Count::Spawned);
         let (task, handle) = Task::allocate(future, self.clone());
+        crate::trace::event!(task_id = task.id(), "spawn");
         if self.is_shutdown() {
             task.shutdown();
         } else {

@@ -117,6 +117,7 @@ pub(crate) fn is_registered(task: &TaskRef) -> bool {
 #[inline(always)]
 pub(crate) fn finishing(task: &super::task::Header) {
     task.shared().count_here(super::metrics::Count::Finished);
+    crate::trace::event!(task_id = task.id(), "complete");
 }
 
 /// A task finished (its output is published, its state `COMPLETE`): it

@@ -471,6 +471,7 @@ impl WorkerCtx {
         self.stop_searching(found.is_some());
         if found.is_some() {
             self.count(super::metrics::Count::Steals);
+            crate::trace::event!(worker = self.index, "steal");
         }
         found
     }
@@ -498,7 +499,11 @@ impl WorkerCtx {
     fn run_task(&self, task: TaskRef) {
         self.count(super::metrics::Count::Polls);
         crate::coop::reset();
-        let idle = self.outside(|| task.run());
+        let idle = crate::trace::in_span!(
+            "poll",
+            { task_id = task.id(), worker = self.index },
+            self.outside(|| task.run())
+        );
         if idle.is_none() && self.retained.is_empty() {
             // Nothing to retain or release (a hint can only be stale): a
             // task that finished, among others that do (spawn-join).
@@ -609,6 +614,7 @@ impl WorkerCtx {
                     self.shared.ticking.fetch_add(1, Ordering::SeqCst);
                 }
                 self.count(super::metrics::Count::Parks);
+                crate::trace::event!(worker = self.index, "park");
                 self.shared.parkers[self.index].park(tick.map(|d| Instant::now() + d));
                 if tick.is_some() {
                     self.shared.ticking.fetch_sub(1, Ordering::SeqCst);
