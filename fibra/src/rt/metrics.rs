@@ -87,7 +87,7 @@ impl Counters {
 /// [`Handle::metrics`](super::Handle::metrics). Each method reads the
 /// current value; values move while the runtime runs.
 ///
-/// The counters (`*_count`, [`num_alive_tasks`](Self::num_alive_tasks))
+/// The counters (`worker_*_count`, `num_alive_tasks`)
 /// exist with the feature `metrics` only (off by default: the poll count
 /// sits on the hot path).
 ///
