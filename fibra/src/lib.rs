@@ -8,6 +8,10 @@
 //!   [`guard`], [`with_nack`], [`always`] and [`never()`]; perform them with
 //!   `.await`, [`Op::perform`] (OS threads) or [`Op::try_perform`] (now or
 //!   not at all).
+//! * **Futures of other libraries** join choices through
+//!   [`op::from_future`] and [`op::FutureCell`].
+//! * **Entry points**: `#[fibra::main]` and `#[fibra::test]` (feature
+//!   `macros`, on by default), [`run`], [`Runtime`].
 //! * **Channels** ([`channel`], [`bounded`], [`unbounded`]): MPMC, split
 //!   clonable handles; every operation exists as an async method, an op, a
 //!   `try_` method and a blocking method. Nothing sent is lost: failed sends

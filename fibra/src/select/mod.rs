@@ -50,6 +50,11 @@ pub type NoneTag = Option<()>;
 /// it would wait forever). At most 12 clauses; for more, or a number known
 /// only at run time, use [`choose`](crate::choose) over a `Vec`.
 ///
+/// A future of another library (a tokio timer, a socket read) becomes a
+/// clause through [`from_future`](crate::op::from_future), or
+/// [`FutureCell`](crate::op::FutureCell) to keep it, and its output, from
+/// one `select!` to the next.
+///
 /// A send clause made with [`send_op_from`](crate::Sender::send_op_from)
 /// borrows its value from a slot the caller owns: if another clause wins
 /// (or `else` runs), the value is back in the slot when the body runs.
