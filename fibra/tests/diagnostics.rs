@@ -102,7 +102,8 @@ mod tokio_feature {
                 .perform();
             })
         });
-        assert!(msg.contains("blocking"), "{msg}");
+        assert!(msg.contains("tokio current-thread runtime"), "{msg}");
+        assert!(msg.contains("use `.await` instead"), "{msg}");
     }
 
     #[test]

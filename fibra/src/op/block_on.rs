@@ -111,14 +111,31 @@ fn spin_for_wake(notified: &AtomicBool) -> bool {
 /// executor's tasks: inside a tokio runtime (feature `tokio`) through
 /// `tokio::task::block_in_place`, which on a multi-thread runtime's worker
 /// hands the worker's other tasks to another thread first, and on a
-/// current-thread runtime's thread panics ("can call blocking only when
-/// running on the multi-threaded runtime") instead of deadlocking it.
+/// current-thread runtime's thread refuses (tokio panics, reporting its own
+/// message, and we panic with ours) instead of deadlocking it.
 /// Elsewhere (a plain thread, a blocking-pool thread) it just runs `f`.
 #[inline]
 fn outside_executors(f: impl FnOnce()) {
     #[cfg(all(feature = "tokio", not(loom)))]
     if tokio::runtime::Handle::try_current().is_ok() {
-        return tokio::task::block_in_place(f);
+        let mut f = Some(f);
+        let run = std::panic::AssertUnwindSafe(|| {
+            tokio::task::block_in_place(|| f.take().expect("run once")());
+        });
+        if let Err(panic) = std::panic::catch_unwind(run) {
+            if f.is_some() {
+                // tokio refused before running `f`: a current-thread
+                // runtime's thread.
+                panic!(
+                    "fibra: a blocking call (`.perform()`, `*_blocking`, `fibra::block_on`) on \
+                     the thread of a tokio current-thread runtime would stall every task on \
+                     it; use `.await` instead (or move the blocking work to \
+                     `tokio::task::spawn_blocking`)"
+                );
+            }
+            std::panic::resume_unwind(panic);
+        }
+        return;
     }
     f()
 }
