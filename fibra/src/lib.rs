@@ -45,6 +45,16 @@
 //! });
 //! assert_eq!(worker.join().unwrap(), ["hello", "world"]);
 //! ```
+//!
+//! # Features
+//!
+//! * `macros` (default): `#[fibra::main]` and `#[fibra::test]`.
+//! * `tokio`: a blocking perform inside a tokio runtime's task blocks in
+//!   place (multi-thread) or panics (current-thread) instead of stalling
+//!   it.
+//! * `metrics`: the counters of [`RuntimeMetrics`] (polls, steals, parks,
+//!   tasks alive); about 1% on a message round trip.
+//! * `tracing`: spans and events for the `tracing` crate (target `fibra`).
 #![warn(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
