@@ -119,3 +119,36 @@ mod tokio_feature {
         });
     }
 }
+
+#[test]
+fn select_accepts_every_irrefutable_pattern_form() {
+    // The refutable-pattern check looks at a clause's first tokens; these
+    // irrefutable forms must still pass through it.
+    struct Pair(u8, u8);
+    let (tx, rx) = fibra::bounded::<(u8, u8)>(4);
+    let (ptx, prx) = fibra::bounded::<Pair>(4);
+    tx.try_send((1, 2)).unwrap();
+    let got = fibra::select_blocking! {
+        mut v = rx.recv_op() => { v = v.map(|(a, b)| (b, a)); v.unwrap() }
+        else => (0, 0),
+    };
+    assert_eq!(got, (2, 1));
+    tx.try_send((3, 4)).unwrap();
+    let got = fibra::select_blocking! {
+        ref r = rx.recv_op() => *r.as_ref().unwrap(),
+        else => (0, 0),
+    };
+    assert_eq!(got, (3, 4));
+    ptx.try_send(Pair(5, 6)).unwrap();
+    let got = fibra::select_blocking! {
+        Pair(a, b) = prx.recv_op().wrap(Result::unwrap) => a + b,
+        else => 0,
+    };
+    assert_eq!(got, 11);
+    tx.try_send((7, 8)).unwrap();
+    let got = fibra::select_blocking! {
+        (a, b) = rx.recv_op().wrap(Result::unwrap) => a * b,
+        _ = prx.recv_op() => 0,
+    };
+    assert_eq!(got, 56);
+}
