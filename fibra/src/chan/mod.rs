@@ -49,6 +49,7 @@ mod iter;
 mod meeting;
 pub mod oneshot;
 mod ops;
+mod send_from;
 mod send_recv_futures;
 mod stream;
 pub mod watch;
@@ -59,6 +60,7 @@ pub use errors::{
 };
 pub use iter::{IntoIter, Iter, TryIter};
 pub use ops::{RecvOp, SendOp};
+pub use send_from::SendFromOp;
 pub use send_recv_futures::{Recv, Send};
 pub use weak::WeakSender;
 
@@ -193,6 +195,43 @@ impl<T> Sender<T> {
         SendOp::new(ChanRef::borrowed(&self.chan), value)
     }
 
+    /// The op of sending the value in `slot`, which the caller keeps: if
+    /// the send commits, `slot` is left `None`; if it loses a choice (or
+    /// is cancelled, or never performed), the value is back in `slot` once
+    /// the op is dropped, at the end of the `select!`, the perform or the
+    /// [`WaitUntil`](crate::WaitUntil). A `None` slot makes an op that
+    /// never commits. This is how a send in a choice loses nothing:
+    /// [`send_op`](Sender::send_op) owns its value, which drops with the
+    /// op when another branch wins.
+    ///
+    /// ```
+    /// use fibra::{bounded, select, time::after};
+    /// use std::time::Duration;
+    ///
+    /// # fibra::run(async {
+    /// let (tx, rx) = bounded::<Vec<u8>>(1);
+    /// tx.send(vec![0]).await.unwrap(); // full
+    /// let mut pending = Some(vec![1, 2, 3]);
+    /// select! {
+    ///     r = tx.send_op_from(&mut pending) => r.unwrap(),
+    ///     () = after(Duration::from_millis(1)) => {
+    ///         // The send lost: the value is still ours, to retry later.
+    ///         assert_eq!(pending.as_deref(), Some(&[1, 2, 3][..]));
+    ///     }
+    /// }
+    /// assert_eq!(rx.recv().await, Ok(vec![0]));
+    /// select! {
+    ///     r = tx.send_op_from(&mut pending) => r.unwrap(),
+    ///     () = after(Duration::from_secs(5)) => unreachable!("there is room"),
+    /// }
+    /// assert_eq!(pending, None); // sent
+    /// assert_eq!(rx.recv().await, Ok(vec![1, 2, 3]));
+    /// # });
+    /// ```
+    pub fn send_op_from<'a>(&'a self, slot: &'a mut Option<T>) -> SendFromOp<'a, T> {
+        SendFromOp::new(ChanRef::borrowed(&self.chan), slot)
+    }
+
     /// Sends `value` only if that can happen now: a receiver is waiting
     /// (rendezvous) or the buffer has room.
     ///
@@ -232,9 +271,10 @@ impl<T> Sender<T> {
     /// Sends `value`, waiting at most `d`; on timeout the value comes back
     /// (`SendTimeoutError::Timeout(value)`), so nothing is lost.
     ///
-    /// (A send op that loses a choice keeps its value inside the op, which
-    /// the perform then drops; use this method, or `try_perform`, when the
-    /// value must come back.)
+    /// (A [`send_op`](Sender::send_op) that loses a choice keeps its value
+    /// inside the op, which the perform then drops; in a choice, use
+    /// [`send_op_from`](Sender::send_op_from), which leaves the value with
+    /// the caller.)
     ///
     /// ```
     /// use fibra::SendTimeoutError;
@@ -580,6 +620,7 @@ impl<T> fmt::Debug for Receiver<T> {
 crate::op::op_into_future! {
     impl['a, T] RecvOp<'a, T>;
     impl['a, T] SendOp<'a, T>;
+    impl['a, T] SendFromOp<'a, T>;
 }
 
 #[cfg(all(test, loom))]

@@ -194,6 +194,10 @@ impl Builder {
                 .map(|_| AtomicPtr::new(std::ptr::null_mut()))
                 .collect(),
             ticking: AtomicUsize::new(0),
+            #[cfg(feature = "metrics")]
+            counters: (0..n).map(|_| Default::default()).collect(),
+            #[cfg(feature = "metrics")]
+            outside: Default::default(),
         });
         if shared.rescuable {
             super::rescue::prepare();

@@ -40,6 +40,7 @@ mod idle;
 mod join;
 mod join_set;
 mod local;
+mod metrics;
 mod park;
 mod queue;
 mod registry;
@@ -56,6 +57,7 @@ pub use join::JoinError;
 pub use join::{JoinHandle, JoinOp};
 pub use join_set::{JoinNextOp, JoinSet};
 pub use local::{LocalJoinHandle, LocalJoinOp, LocalSet, RunUntil, spawn_local};
+pub use metrics::RuntimeMetrics;
 
 use crate::loom::{AtomicBool, AtomicPtr, Mutex, Ordering, fence, lock};
 use idle::Idle;
@@ -105,6 +107,11 @@ pub(crate) struct Shared {
     /// Per worker: a wake from elsewhere marked a task it retains
     /// (`retained.rs`); it looks at its ring at its next turn.
     retained_woken: Box<[retained::WokenHint]>,
+    /// Each worker's counters, and those of other threads (`metrics.rs`).
+    #[cfg(feature = "metrics")]
+    counters: Box<[crossbeam_utils::CachePadded<metrics::Counters>]>,
+    #[cfg(feature = "metrics")]
+    outside: metrics::Counters,
 }
 
 impl Shared {
@@ -223,12 +230,28 @@ impl Shared {
         Ok(())
     }
 
+    /// Counts `c` (a spawn, a task finished) for the current thread: on
+    /// its worker's counters if it is a worker of this runtime, else on
+    /// `outside` (`metrics.rs`). Nothing without the feature `metrics`.
+    #[inline(always)]
+    fn count_here(&self, c: metrics::Count) {
+        #[cfg(feature = "metrics")]
+        with_current(|ctx| match ctx {
+            Some(ctx) if std::ptr::eq(&*ctx.shared, self) => self.counters[ctx.index].bump(c),
+            _ => self.outside.bump_shared(c),
+        });
+        #[cfg(not(feature = "metrics"))]
+        let _ = c;
+    }
+
     fn spawn<F>(self: &Arc<Self>, future: F) -> JoinHandle<F::Output>
     where
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
+        self.count_here(metrics::Count::Spawned);
         let (task, handle) = Task::allocate(future, self.clone());
+        crate::trace::event!(task_id = task.id(), "spawn");
         if self.is_shutdown() {
             task.shutdown();
         } else {
@@ -694,6 +717,17 @@ impl Handle {
         addr
     }
 
+    /// The runtime's metrics: workers, queue depths and (with the feature
+    /// `metrics`) counters, as tokio's `RuntimeMetrics`.
+    ///
+    /// ```
+    /// let rt = fibra::Runtime::builder().workers(2).build().unwrap();
+    /// assert_eq!(rt.handle().metrics().num_workers(), 2);
+    /// ```
+    pub fn metrics(&self) -> RuntimeMetrics {
+        RuntimeMetrics::new(self.shared.clone())
+    }
+
     /// The handle of the runtime whose worker runs the current task, if any.
     ///
     /// ```
@@ -728,17 +762,19 @@ impl std::fmt::Debug for Handle {
 ///     assert_eq!(h.await.unwrap(), 4);
 /// });
 /// ```
+#[track_caller]
 pub fn spawn<F>(future: F) -> JoinHandle<F::Output>
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
-    with_current(|ctx| match ctx {
-        Some(ctx) => ctx.shared.spawn(future),
+    // The panic is outside the closure, so that it names the caller's line.
+    match with_current(|ctx| ctx.map(|ctx| ctx.shared.spawn(future))) {
+        Some(handle) => handle,
         None => panic!(
             "fibra::spawn called outside a fibra runtime; use Runtime::spawn or Handle::spawn"
         ),
-    })
+    }
 }
 
 /// Spawns a task on the current fibra runtime that owns a new mailbox, and
@@ -769,6 +805,7 @@ where
 ///     assert_eq!(inbox.recv().await.as_deref(), Some("hi"));
 /// });
 /// ```
+#[track_caller]
 pub fn spawn_actor<M, B, F>(body: B) -> crate::Addr<M>
 where
     M: Send + 'static,
@@ -776,11 +813,17 @@ where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
+    // Checked before `body` runs: outside a runtime nothing is built.
+    if !with_current(|ctx| ctx.is_some()) {
+        panic!(
+            "fibra::spawn_actor called outside a fibra runtime; use Handle::spawn_actor \
+             (Runtime::handle().spawn_actor(..))"
+        )
+    }
     let (addr, fut) = crate::mailbox::actor(body);
-    with_current(|ctx| match ctx {
-        Some(ctx) => drop(ctx.shared.spawn(fut)),
-        None => {
-            panic!("fibra::spawn_actor called outside a fibra runtime; use Handle::spawn_actor")
+    with_current(|ctx| {
+        if let Some(ctx) = ctx {
+            drop(ctx.shared.spawn(fut));
         }
     });
     addr

@@ -112,6 +112,14 @@ pub(crate) fn is_registered(task: &TaskRef) -> bool {
     task.header().registry_slot().is_registered()
 }
 
+/// A task is finishing: counted (`metrics.rs`) before its completion is
+/// published, so that whoever sees it complete sees it counted.
+#[inline(always)]
+pub(crate) fn finishing(task: &super::task::Header) {
+    task.shared().count_here(super::metrics::Count::Finished);
+    crate::trace::event!(task_id = task.id(), "complete");
+}
+
 /// A task finished (its output is published, its state `COMPLETE`): it
 /// leaves the registry, then `wake_joiners` runs, its wakes queued behind
 /// the tasks already queued when this runs on a worker (a finished task

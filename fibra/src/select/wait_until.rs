@@ -299,8 +299,9 @@ impl<T> fmt::Debug for Clause<T> {
 /// still waiting, so no resource's lock is held while waiting for another
 /// (where Go's `select` locks every channel). The statement ends as soon as
 /// the predicate holds; clauses not acquired by then are withdrawn and
-/// dropped, having taken nothing (a send clause's value is dropped with its
-/// op, never sent).
+/// dropped, having taken nothing: a send clause made with
+/// [`send_op_from`](crate::Sender::send_op_from) leaves its value in the
+/// caller's slot (one made with `send_op` drops it, never sent).
 ///
 /// Each round is a separate perform of the clauses still waiting, so a
 /// [`with_nack`](crate::with_nack) clause is built again every round and its

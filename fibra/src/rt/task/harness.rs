@@ -162,6 +162,7 @@ where
     }
 
     fn complete(&self, output: Result<F::Output, JoinError>) {
+        schedule::finishing(&self.header);
         // Release: the output is written (under the lock) before COMPLETE.
         let (waker, wakers, dropped) = {
             let mut j = self.join.lock();
