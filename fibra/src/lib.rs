@@ -59,7 +59,11 @@ pub use chan::{
     Receiver, RecvError, RecvOp, SendError, SendOp, SendTimeoutError, Sender, TryRecvError,
     TrySendError, bounded, channel, unbounded,
 };
-pub use mailbox::{Addr, Exit, Mailbox, Monitor, RecvTimeoutError, bounded_mailbox, mailbox};
+pub use mailbox::{
+    ActorId, Addr, Call, CallError, Exit, ExitSignal, LookupError, Mailbox, Monitor,
+    RecvTimeoutError, RegisterError, Reply, ReplyOp, bounded_mailbox, mailbox, register, registered,
+    unregister, whereis,
+};
 pub use op::{
     Always, BoxOp, Branches, Choose, Guard, Nack, Never, Op, Perform, WithNack, Wrap, always,
     block_on, choose, choose_biased, guard, never, seed_choice_rng, with_nack,

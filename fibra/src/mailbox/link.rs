@@ -1,0 +1,276 @@
+//! Links, kills and trapped exits: what an actor's death does to the actors
+//! linked to it (Erlang's `link`, `exit(Pid, kill)` and `trap_exit`).
+//!
+//! Invariants:
+//! * Each mailbox has one `Control`, behind its own lock (`Inner::ctl`). The
+//!   lock is never held while user code runs (a trap converter) or while a
+//!   waker is woken, and never while another mailbox's lock is taken —
+//!   except in `link`, which takes two, lower address first.
+//! * A link is symmetric: `a` is in `b.links` iff `b` is in `a.links`, both
+//!   changed under both locks (`link`, `unlink`). A death takes its own
+//!   list (setting `dead` in the same critical section), then signals each
+//!   peer, which removes the dead one from its list under its own lock. So
+//!   a link racing a death either is made while both live (the death finds
+//!   it) or sees one side `dead` and signals the other at once: a linked
+//!   death is never missed, and delivered once (loom model
+//!   `loom_link_racing_both_deaths`).
+//! * `dead` is `Some` from the current life's end until a supervisor starts
+//!   the next one (`revive`); a dead life takes no link, kill or name.
+//! * `killed` (atomic) mirrors `kill.is_some()` for the actor's task, which
+//!   reads it at the start of every poll without the lock. A kill sets it
+//!   under the lock and then wakes the task's registered waker; the task
+//!   registers its waker under the lock and then reads `killed`: either the
+//!   kill sees the waker, or the task sees the flag.
+
+use super::{Exit, Inner};
+use crate::loom::{Arc, Mutex, Ordering, lock};
+use std::collections::VecDeque;
+use std::fmt;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::task::Waker;
+
+/// Identifies an actor (its mailbox) in an [`ExitSignal`]: compare it with
+/// [`Addr::id`](super::Addr::id). Unique among live mailboxes; a mailbox
+/// freed may see its id reused by a later one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ActorId(pub(crate) usize);
+
+impl fmt::Display for ActorId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Actor({:#x})", self.0)
+    }
+}
+
+/// A linked actor's death, delivered as a message to an actor that traps
+/// exits ([`Mailbox::trap_exits`](super::Mailbox::trap_exits)).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExitSignal {
+    /// The actor that ended.
+    pub from: ActorId,
+    /// How it ended.
+    pub exit: Exit,
+}
+
+/// Turns an exit signal into a message of the trapping mailbox.
+pub(crate) type Trap<M> = Arc<dyn Fn(ExitSignal) -> M + Send + Sync>;
+
+/// A mailbox's life: links, trap, kill request, waker, registered names.
+pub(crate) struct Control<M> {
+    /// Peers linked to the current life.
+    pub(crate) links: Vec<Box<dyn LinkEnd>>,
+    pub(crate) trap: Option<Trap<M>>,
+    /// The actor task's waker, registered at its first `Pending` poll.
+    pub(crate) waker: Option<Waker>,
+    /// A kill requested for the current life, with the exit it will report.
+    pub(crate) kill: Option<Exit>,
+    /// How the current life ended (`None` while it lives).
+    pub(crate) dead: Option<Exit>,
+    /// Owned by an actor task (a kill wakes it), not a plain mailbox (a kill
+    /// closes it).
+    pub(crate) is_task: bool,
+    /// A supervised child: its mailbox outlives each life.
+    pub(crate) supervised: bool,
+    /// Names this mailbox is registered under (`registry.rs`).
+    pub(crate) names: Vec<String>,
+    /// Messages a supervised life took out of the queue but did not
+    /// receive: the next life receives them first.
+    pub(crate) handover: VecDeque<M>,
+}
+
+impl<M> Control<M> {
+    pub(crate) fn new() -> Mutex<Self> {
+        Mutex::new(Control {
+            links: Vec::new(),
+            trap: None,
+            waker: None,
+            kill: None,
+            dead: None,
+            is_task: false,
+            supervised: false,
+            names: Vec::new(),
+            handover: VecDeque::new(),
+        })
+    }
+}
+
+/// A mailbox seen from a linked peer, whatever its message type.
+pub(crate) trait LinkEnd: Send + Sync {
+    fn id(&self) -> ActorId;
+    /// A linked peer `from` ended with `exit`.
+    fn signal(&self, from: ActorId, exit: &Exit);
+    fn remove_link(&self, peer: ActorId);
+}
+
+impl<M: Send + 'static> LinkEnd for Arc<Inner<M>> {
+    fn id(&self) -> ActorId {
+        ActorId(Arc::as_ptr(self) as *const () as usize)
+    }
+
+    fn signal(&self, from: ActorId, exit: &Exit) {
+        let mut c = lock(&self.ctl);
+        if c.dead.is_some() {
+            return;
+        }
+        c.links.retain(|p| p.id() != from);
+        if let Some(trap) = c.trap.clone() {
+            drop(c);
+            let signal = ExitSignal {
+                from,
+                exit: exit.clone(),
+            };
+            match catch_unwind(AssertUnwindSafe(|| trap(signal))) {
+                // Refused only if the mailbox closed meanwhile: its owner
+                // is ending, and the message goes with the mailbox.
+                Ok(msg) => drop(self.queue_signal(msg)),
+                Err(p) => self.kill(Exit::Panicked(super::actor::panic_message(&*p))),
+            }
+            return;
+        }
+        drop(c);
+        if *exit != Exit::Normal {
+            self.kill(Exit::Linked(Box::new(exit.root().clone())));
+        }
+    }
+
+    fn remove_link(&self, peer: ActorId) {
+        lock(&self.ctl).links.retain(|p| p.id() != peer);
+    }
+}
+
+impl<M> Inner<M> {
+    /// Ends the current life with `exit` (once): takes its links and signals
+    /// each peer; on the mailbox's final end (`last`), also frees its names.
+    pub(crate) fn die(&self, exit: &Exit, me: ActorId, last: bool) {
+        let mut c = lock(&self.ctl);
+        if c.dead.is_some() {
+            return;
+        }
+        c.dead = Some(exit.clone());
+        let links = std::mem::take(&mut c.links);
+        let waker = c.waker.take();
+        let names = if last {
+            std::mem::take(&mut c.names)
+        } else {
+            Vec::new()
+        };
+        drop(c);
+        drop(waker);
+        for peer in links {
+            peer.signal(me, exit);
+        }
+        if !names.is_empty() {
+            super::registry::forget(&names, me);
+        }
+    }
+
+    /// Kills the current life, which will end with `exit`: an actor task is
+    /// woken and drops its body at its next poll; a plain mailbox is closed
+    /// at once. A life already dead, or already being killed, is left alone.
+    pub(crate) fn kill(&self, exit: Exit) {
+        let mut c = lock(&self.ctl);
+        if c.dead.is_some() || c.kill.is_some() {
+            return;
+        }
+        if c.is_task {
+            c.kill = Some(exit);
+            // Release: with the lock, pairs with the task's Acquire load
+            // at its next poll (which then takes `kill` under the lock).
+            self.killed.store(true, Ordering::Release);
+            let waker = c.waker.clone();
+            drop(c);
+            if let Some(w) = waker {
+                crate::wake::wake(w);
+            }
+        } else {
+            drop(c);
+            self.close();
+            let _ = self.exit.put(exit.clone());
+            self.die(&exit, self.actor_id(), true);
+        }
+    }
+
+    /// The task's side of a kill: registers its waker (first `Pending`
+    /// poll) and reports whether it was killed meanwhile.
+    pub(crate) fn register_task_waker(&self, waker: &Waker) -> bool {
+        let mut c = lock(&self.ctl);
+        c.waker = Some(waker.clone());
+        c.kill.is_some()
+    }
+
+    /// The exit a kill asked for, if the current life was killed.
+    pub(crate) fn take_kill(&self) -> Option<Exit> {
+        // Acquire: pairs with `kill`'s Release store.
+        if !self.killed.load(Ordering::Acquire) {
+            return None;
+        }
+        lock(&self.ctl).kill.clone()
+    }
+
+    /// Starts a new life of a supervised mailbox: no links, no kill, and the
+    /// messages the last life left unreceived. The old life is over (its
+    /// body was dropped), so nothing races this but kills and links, which
+    /// see `dead` until here.
+    pub(crate) fn revive(&self) -> VecDeque<M> {
+        let mut c = lock(&self.ctl);
+        c.dead = None;
+        c.kill = None;
+        c.waker = None;
+        // Relaxed: under the lock, which a kill takes before its store.
+        self.killed.store(false, Ordering::Relaxed);
+        std::mem::take(&mut c.handover)
+    }
+
+    pub(crate) fn actor_id(&self) -> ActorId {
+        ActorId(self as *const Self as *const () as usize)
+    }
+
+    /// Pushes a trapped exit signal, bypassing a bounded mailbox's room
+    /// (`trap_exits` refuses bounded mailboxes).
+    fn queue_signal(&self, msg: M) -> Result<(), M> {
+        self.deliver(msg)
+    }
+}
+
+/// Links two mailboxes (see [`Addr::link`](super::Addr::link)).
+pub(crate) fn link<A: Send + 'static, B: Send + 'static>(a: &Arc<Inner<A>>, b: &Arc<Inner<B>>) {
+    let (ida, idb) = (LinkEnd::id(a), LinkEnd::id(b));
+    if ida == idb {
+        return;
+    }
+    // Lower address first: two links racing in opposite directions take the
+    // locks in the same order.
+    let (mut ca, mut cb);
+    if ida < idb {
+        ca = lock(&a.ctl);
+        cb = lock(&b.ctl);
+    } else {
+        cb = lock(&b.ctl);
+        ca = lock(&a.ctl);
+    }
+    match (ca.dead.clone(), cb.dead.clone()) {
+        (None, None) => {
+            if !ca.links.iter().any(|p| p.id() == idb) {
+                ca.links.push(Box::new(b.clone()));
+                cb.links.push(Box::new(a.clone()));
+            }
+        }
+        (Some(ea), None) => {
+            drop((ca, cb));
+            b.signal(ida, &ea);
+        }
+        (None, Some(eb)) => {
+            drop((ca, cb));
+            a.signal(idb, &eb);
+        }
+        (Some(_), Some(_)) => {}
+    }
+}
+
+/// Removes the link between two mailboxes, if there is one.
+pub(crate) fn unlink<A: Send + 'static, B: Send + 'static>(a: &Arc<Inner<A>>, b: &Arc<Inner<B>>) {
+    let (ida, idb) = (LinkEnd::id(a), LinkEnd::id(b));
+    // One at a time: each side's removal is idempotent, and a death between
+    // the two removes the other side itself.
+    a.remove_link(idb);
+    b.remove_link(ida);
+}
