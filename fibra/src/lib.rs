@@ -44,6 +44,7 @@
 #![warn(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
+pub mod actors;
 pub mod chan;
 mod coop;
 mod loom;
@@ -55,6 +56,9 @@ pub mod sync;
 pub mod time;
 mod wake;
 
+pub use actors::{
+    ChildInfo, ChildSpec, Restart, Strategy, Supervisor, SupervisorRef, spawn_link,
+};
 pub use chan::{
     Receiver, RecvError, RecvOp, SendError, SendOp, SendTimeoutError, Sender, TryRecvError,
     TrySendError, bounded, channel, unbounded,

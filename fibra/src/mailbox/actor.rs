@@ -29,6 +29,10 @@ pub enum Exit {
     /// ([`Addr::link`]) ended this way (never itself `Linked`: the exit
     /// that started the chain).
     Linked(Box<Exit>),
+    /// The actor gave up: a [`Supervisor`](crate::actors::Supervisor)
+    /// whose children restarted more often than its intensity allows (the
+    /// text says which child and how it ended).
+    Failed(String),
 }
 
 impl Exit {
@@ -64,6 +68,7 @@ impl std::fmt::Display for Exit {
             Exit::Closed => f.write_str("mailbox closed"),
             Exit::Killed => f.write_str("killed"),
             Exit::Linked(e) => write!(f, "killed by a linked actor that {e}"),
+            Exit::Failed(why) => write!(f, "failed: {why}"),
         }
     }
 }
@@ -102,11 +107,6 @@ where
 {
     let inner = addr.inner.clone();
     let stash = inner.revive();
-    {
-        let mut c = lock(&inner.ctl);
-        c.is_task = true;
-        c.supervised = true;
-    }
     let mb = Mailbox {
         inner: inner.clone(),
         stash,
@@ -121,7 +121,27 @@ where
     }
 }
 
+/// The address of a supervised child before its first life: its mailbox
+/// has no receiver until the supervisor starts one (`supervised_life`).
+pub(crate) fn supervised_addr<M>() -> Addr<M> {
+    let inner = Inner::new(None);
+    {
+        let mut c = lock(&inner.ctl);
+        c.is_task = true;
+        c.supervised = true;
+    }
+    Addr {
+        inner: Arc::new(inner),
+    }
+}
+
 impl<M> Addr<M> {
+    /// Ends the current life of this actor with `exit` (its task drops its
+    /// body at its next poll): how an actor fails on purpose.
+    pub(crate) fn fail(&self, exit: Exit) {
+        self.inner.kill(exit);
+    }
+
     /// A supervisor stops its child for good: closes the mailbox (its
     /// remaining messages are dropped with it) and reports `exit`.
     pub(crate) fn end_supervised(&self, exit: Exit) {

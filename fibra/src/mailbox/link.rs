@@ -143,6 +143,16 @@ impl<M> Inner<M> {
     pub(crate) fn die(&self, exit: &Exit, me: ActorId, last: bool) {
         let mut c = lock(&self.ctl);
         if c.dead.is_some() {
+            // The life ended before; a supervisor now ends the mailbox.
+            let names = if last {
+                std::mem::take(&mut c.names)
+            } else {
+                Vec::new()
+            };
+            drop(c);
+            if !names.is_empty() {
+                super::registry::forget(&names, me);
+            }
             return;
         }
         c.dead = Some(exit.clone());

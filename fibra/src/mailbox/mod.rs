@@ -105,7 +105,7 @@ mod registry;
 mod loom_models;
 
 pub use actor::Exit;
-pub(crate) use actor::{actor, supervised_life};
+pub(crate) use actor::{OnEnd, actor, supervised_addr, supervised_life};
 pub use call::{Call, CallError, Reply, ReplyOp};
 pub use link::{ActorId, ExitSignal};
 pub use registry::{LookupError, RegisterError, register, registered, unregister, whereis};

@@ -112,7 +112,9 @@ impl std::error::Error for LookupError {}
 ///     fibra::register("doc-echo", &echo).unwrap();
 ///     assert!(matches!(fibra::register("doc-echo", &echo), Err(RegisterError::Taken(_))));
 ///     let (me, mut inbox) = fibra::mailbox();
-///     fibra::whereis("doc-echo").unwrap().send((7, me)).unwrap();
+///     let echo_again: fibra::Addr<(u32, fibra::Addr<u32>)> = fibra::whereis("doc-echo").unwrap();
+///     echo_again.send((7, me)).unwrap();
+///     drop(echo_again);
 ///     assert_eq!(inbox.recv().await, Some(7));
 ///     echo.kill();
 ///     echo.exited().await;
