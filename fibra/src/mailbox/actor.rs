@@ -184,6 +184,10 @@ impl<F, M> Actor<F, M> {
                 let _ = inner.exit.put(exit.clone());
             }
             inner.die(&exit, inner.actor_id(), !supervised);
+            // Our share of the mailbox goes before the supervisor hears of
+            // the end: once it stops the child for good, nothing of this
+            // life holds the mailbox (or the messages in it).
+            drop(inner);
             if let Some(on_end) = self.on_end.take() {
                 on_end(exit);
             }
