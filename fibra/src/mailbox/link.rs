@@ -51,8 +51,10 @@ pub struct ExitSignal {
     pub exit: Exit,
 }
 
-/// Turns an exit signal into a message of the trapping mailbox.
-pub(crate) type Trap<M> = Arc<dyn Fn(ExitSignal) -> M + Send + Sync>;
+/// Turns an exit signal into a message of the trapping mailbox. A `std`
+/// `Arc` (loom's cannot hold a closure): it is immutable, shared only to
+/// call it outside the lock.
+pub(crate) type Trap<M> = std::sync::Arc<dyn Fn(ExitSignal) -> M + Send + Sync>;
 
 /// A mailbox's life: links, trap, kill request, waker, registered names.
 pub(crate) struct Control<M> {
@@ -127,7 +129,7 @@ impl<M: Send + 'static> LinkEnd for Arc<Inner<M>> {
             return;
         }
         drop(c);
-        if *exit != Exit::Normal {
+        if exit.is_abnormal() {
             self.kill(Exit::Linked(Box::new(exit.root().clone())));
         }
     }

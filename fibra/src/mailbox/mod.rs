@@ -663,7 +663,7 @@ impl<M> Mailbox<M> {
             self.inner.room.is_none(),
             "a bounded mailbox cannot trap exits: a signal must never wait for room"
         );
-        lock(&self.inner.ctl).trap = Some(Arc::new(into));
+        lock(&self.inner.ctl).trap = Some(std::sync::Arc::new(into));
     }
 
     /// Stops trapping exits: a linked death kills this actor again.
