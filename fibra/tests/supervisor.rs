@@ -487,3 +487,90 @@ fn crash_storm_ends_in_escalation_with_every_message_counted_once() {
         assert!(received.len() + returned.load(Ordering::SeqCst) <= total);
     });
 }
+
+#[test]
+fn a_supervision_tree_restarts_subtrees_and_shuts_down_depth_first_in_reverse() {
+    let log = Log::default();
+    rt().block_on({
+        let log = log.clone();
+        async move {
+            let mut inner = Supervisor::new(Strategy::OneForOne);
+            let a = add_child(&mut inner, ChildSpec::new("a"), &log);
+            let b = add_child(&mut inner, ChildSpec::new("b"), &log);
+            let mut top = Supervisor::new(Strategy::OneForAll);
+            let inner = top.supervisor(ChildSpec::new("inner"), inner);
+            let c = add_child(&mut top, ChildSpec::new("c"), &log);
+            let top = top.spawn();
+            for k in [&a, &b, &c] {
+                assert_eq!(ping(k).await, 1);
+            }
+            log.lock().unwrap().clear();
+            // c's crash restarts everything under top: the inner
+            // supervisor's life is killed (its children with it) and a new
+            // one starts them again, on the same addresses.
+            crash_and_wait(&c, 2).await;
+            wait_lives(&top, &[2, 2]).await;
+            wait_lives(&inner, &[2, 2]).await;
+            assert_eq!(ping(&a).await, 2);
+            assert_eq!(ping(&b).await, 2);
+            // The inner subtree is gone before top restarts anything; each
+            // supervisor starts its children in order (the inner one's
+            // start runs in its own task, so it may come after c's).
+            let restart_log = log_of(&log);
+            assert_eq!(&restart_log[..3], ["dropped c", "dropped b", "dropped a"]);
+            let starts: Vec<&str> = restart_log[3..].iter().map(String::as_str).collect();
+            assert!(
+                starts == ["start a", "start b", "start c"]
+                    || starts == ["start c", "start a", "start b"]
+                    || starts == ["start a", "start c", "start b"],
+                "{starts:?}"
+            );
+            log.lock().unwrap().clear();
+            top.shutdown();
+            assert_eq!(top.exited().await, Exit::Normal);
+            assert_eq!(inner.exited().await, Exit::Normal);
+            assert_eq!(
+                log_of(&log),
+                ["stop c", "dropped c", "stop b", "dropped b", "stop a", "dropped a"]
+            );
+            for k in [&a, &b, &c] {
+                assert_eq!(k.exited().await, Exit::Normal);
+            }
+        }
+    });
+}
+
+#[test]
+fn a_failing_subtree_is_seen_and_restarted_by_the_supervisor_above() {
+    rt().block_on(async {
+        let mut inner = Supervisor::new(Strategy::OneForOne).intensity(1, Duration::from_secs(60));
+        let w = inner.child("w", |mut mb: Mailbox<Cmd>| async move {
+            while let Some(cmd) = mb.recv().await {
+                match cmd {
+                    Cmd::Crash => panic!("crash requested"),
+                    Cmd::Ping(r) => drop(r.send(0)),
+                }
+            }
+        });
+        let mut top = Supervisor::new(Strategy::OneForOne).intensity(1, Duration::from_secs(60));
+        let inner = top.supervisor(ChildSpec::new("inner"), inner);
+        let top = top.spawn();
+        // Two crashes exceed the inner supervisor's intensity (1): it fails,
+        // and top restarts it (its first restart).
+        w.send(Cmd::Crash).unwrap();
+        w.send(Cmd::Crash).unwrap();
+        wait_lives(&top, &[2]).await;
+        assert_eq!(ping(&w).await, 0, "the worker runs again, same address");
+        // Two more: the inner supervisor fails again, which is one restart
+        // too many for top: top fails, and everything is stopped for good.
+        w.send(Cmd::Crash).unwrap();
+        w.send(Cmd::Crash).unwrap();
+        match top.exited().await {
+            Exit::Failed(why) => assert!(why.contains("\"inner\""), "{why}"),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(inner.exited().await, Exit::Failed(_)));
+        assert!(w.exited().await.is_abnormal());
+        assert!(w.send(Cmd::Crash).is_err());
+    });
+}

@@ -18,6 +18,7 @@
 
 use crate::mailbox::{Addr, Exit, Mailbox, OnEnd, Reply, supervised_addr, supervised_life};
 use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
 use std::fmt;
 use std::future::Future;
 use std::time::{Duration, Instant};
@@ -140,6 +141,104 @@ where
 
     fn end(&self, exit: Exit) {
         self.addr.end_supervised(exit);
+    }
+}
+
+/// A supervisor's children, kept between the supervisor's own lives when
+/// it is itself a child (`Supervisor::supervisor`).
+#[derive(Default)]
+struct ShelfState {
+    /// The children, while no life of the supervisor holds them.
+    slots: Option<Vec<Slot>>,
+    /// The supervisor was stopped for good: a life that ends now stops its
+    /// children for good too.
+    ended: bool,
+}
+
+type Shelf = Arc<Mutex<ShelfState>>;
+
+fn lock_shelf(shelf: &Shelf) -> std::sync::MutexGuard<'_, ShelfState> {
+    // No user code runs under this lock: a poisoned one is still consistent.
+    shelf.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A supervisor supervised by another.
+struct SupervisorChild {
+    spec: ChildSpec,
+    addr: Addr<Event>,
+    shelf: Shelf,
+    strategy: Strategy,
+    max_restarts: usize,
+    period: Duration,
+}
+
+impl Child for SupervisorChild {
+    fn spec(&self) -> &ChildSpec {
+        &self.spec
+    }
+
+    fn start(&mut self, on_end: OnEnd) {
+        let (shelf, strategy, max_restarts, period) =
+            (self.shelf.clone(), self.strategy, self.max_restarts, self.period);
+        let body = move |mb: Mailbox<Event>| async move {
+            // The last life put the children back when it ended, before
+            // this one could start.
+            let Some(slots) = lock_shelf(&shelf).slots.take() else {
+                return;
+            };
+            let mut state = State {
+                strategy,
+                max_restarts,
+                period,
+                slots,
+                restarts: VecDeque::new(),
+                me: mb.addr(),
+                mb,
+                shelf: Some(shelf),
+            };
+            state.run().await;
+        };
+        drop(crate::rt::spawn(supervised_life(&self.addr, body, on_end)));
+    }
+
+    /// Kills the subtree first: the supervisor kills its children, waits
+    /// for their ends, then ends as killed.
+    fn kill(&self) {
+        let _ = self.addr.send(Event::Terminate);
+    }
+
+    /// A graceful stop: the supervisor stops its children for good, then
+    /// ends.
+    fn close(&self) {
+        let _ = self.addr.send(Event::Shutdown);
+    }
+
+    fn end(&self, exit: Exit) {
+        let slots = {
+            let mut shelf = lock_shelf(&self.shelf);
+            shelf.ended = true;
+            shelf.slots.take()
+        };
+        // Children left by a life that was killed (or that failed): stop
+        // them for good now. (If a life still holds them, its end does.)
+        if let Some(mut slots) = slots {
+            end_all_now(&mut slots);
+        }
+        self.addr.end_supervised(exit);
+    }
+}
+
+/// Kills every child that runs and stops every child for good, at once
+/// (no waiting: the supervisor is gone).
+fn end_all_now(slots: &mut [Slot]) {
+    for slot in slots.iter_mut().rev() {
+        if !slot.ended {
+            slot.ended = true;
+            if slot.running {
+                slot.child.kill();
+            }
+            slot.child.end(Exit::Killed);
+        }
     }
 }
 
@@ -293,6 +392,70 @@ impl Supervisor {
         addr
     }
 
+    /// Adds a supervisor as a child (a supervision tree). Each of its lives
+    /// runs `child`'s strategy over the same children, whose addresses stay
+    /// the same. When a life ends — it failed its intensity, or this
+    /// supervisor killed it for a restart — its children's lives are
+    /// killed (their mailboxes stay open) and the next life starts them
+    /// again; a graceful stop (this supervisor's shutdown) stops them for
+    /// good, in reverse start order.
+    ///
+    /// ```
+    /// use fibra::actors::{ChildSpec, Strategy, Supervisor};
+    /// use fibra::Exit;
+    /// use std::time::Duration;
+    ///
+    /// fibra::run(async {
+    ///     let mut inner = Supervisor::new(Strategy::OneForOne).intensity(0, Duration::from_secs(60));
+    ///     let worker = inner.child("worker", |mut mb: fibra::Mailbox<bool>| async move {
+    ///         while let Some(crash) = mb.recv().await {
+    ///             assert!(!crash, "worker crashed");
+    ///         }
+    ///     });
+    ///     let mut top = Supervisor::new(Strategy::OneForOne);
+    ///     let inner = top.supervisor(ChildSpec::new("inner"), inner);
+    ///     let top = top.spawn();
+    ///     // The worker's crash exceeds the inner supervisor's intensity (0):
+    ///     // it fails, and the top supervisor restarts it, and so the worker.
+    ///     worker.send(true).unwrap();
+    ///     let lives = loop {
+    ///         let lives = top.children().await.unwrap()[0].lives;
+    ///         if lives == 2 {
+    ///             break lives;
+    ///         }
+    ///         fibra::yield_now().await;
+    ///     };
+    ///     assert_eq!(lives, 2);
+    ///     assert_eq!(inner.children().await.unwrap()[0].lives, 2);
+    ///     worker.send(false).unwrap(); // the same address, a new life
+    ///     top.shutdown();
+    ///     assert_eq!(top.exited().await, Exit::Normal);
+    ///     assert_eq!(worker.exited().await, Exit::Normal);
+    /// });
+    /// ```
+    pub fn supervisor(&mut self, spec: ChildSpec, child: Supervisor) -> SupervisorRef {
+        let Supervisor {
+            strategy,
+            max_restarts,
+            period,
+            children,
+        } = child;
+        let addr = supervised_addr();
+        let shelf = Arc::new(Mutex::new(ShelfState {
+            slots: Some(children.into_iter().map(Slot::new).collect()),
+            ended: false,
+        }));
+        self.children.push(Box::new(SupervisorChild {
+            spec,
+            addr: addr.clone(),
+            shelf,
+            strategy,
+            max_restarts,
+            period,
+        }));
+        SupervisorRef { addr }
+    }
+
     /// Starts the supervisor (an actor) and its children, in order.
     ///
     /// # Panics
@@ -311,18 +474,11 @@ impl Supervisor {
                 strategy,
                 max_restarts,
                 period,
-                slots: children
-                    .into_iter()
-                    .map(|child| Slot {
-                        child,
-                        life: 0,
-                        running: false,
-                        ended: false,
-                    })
-                    .collect(),
+                slots: children.into_iter().map(Slot::new).collect(),
                 restarts: VecDeque::new(),
                 me,
                 mb,
+                shelf: None,
             };
             state.run().await;
         });
@@ -350,6 +506,11 @@ enum Event {
     Ended { index: usize, life: u64, exit: Exit },
     /// Stop every child (reverse start order), then end normally.
     Shutdown,
+    /// Kill every child (reverse start order, waiting for each), then end
+    /// this life as killed: how a supervisor above kills a supervisor, so
+    /// that its subtree is gone before its end is reported (OTP's
+    /// `shutdown => infinity` for supervisor children).
+    Terminate,
     /// Report the children.
     Children(Reply<Vec<ChildInfo>>),
 }
@@ -439,6 +600,17 @@ struct Slot {
     ended: bool,
 }
 
+impl Slot {
+    fn new(child: Box<dyn Child>) -> Self {
+        Slot {
+            child,
+            life: 0,
+            running: false,
+            ended: false,
+        }
+    }
+}
+
 struct State {
     strategy: Strategy,
     max_restarts: usize,
@@ -449,12 +621,22 @@ struct State {
     /// Our own address, for the children's `Ended` events.
     me: Addr<Event>,
     mb: Mailbox<Event>,
+    /// A supervised supervisor: where the children wait between its lives.
+    shelf: Option<Shelf>,
 }
 
 impl State {
     async fn run(&mut self) {
         for i in 0..self.slots.len() {
-            self.start(i);
+            // Killed when our last life ended: its end is on its way to us.
+            if self.slots[i].running {
+                self.wait_ended(i).await;
+            }
+        }
+        for i in 0..self.slots.len() {
+            if !self.slots[i].ended {
+                self.start(i);
+            }
         }
         while let Some(event) = self.mb.recv().await {
             match event {
@@ -462,7 +644,12 @@ impl State {
                     if life == self.slots[index].life && self.slots[index].running {
                         self.slots[index].running = false;
                         if let Err(failure) = self.child_ended(index, exit).await {
-                            self.stop_all().await;
+                            if self.shelf.is_some() {
+                                // Supervised: our next life restarts them.
+                                self.kill_all().await;
+                            } else {
+                                self.stop_all().await;
+                            }
                             self.me.fail(failure);
                             return std::future::pending().await;
                         }
@@ -471,6 +658,11 @@ impl State {
                 Event::Shutdown => {
                     self.stop_all().await;
                     return;
+                }
+                Event::Terminate => {
+                    self.kill_all().await;
+                    self.me.fail(Exit::Killed);
+                    return std::future::pending().await;
                 }
                 Event::Children(reply) => {
                     let infos = self
@@ -522,9 +714,11 @@ impl State {
             self.restarts.pop_front();
         }
         if self.restarts.len() > self.max_restarts {
-            // The crashed child's last exit is its final one.
-            self.slots[index].ended = true;
-            self.slots[index].child.end(exit.clone());
+            if self.shelf.is_none() {
+                // The crashed child's last exit is its final one.
+                self.slots[index].ended = true;
+                self.slots[index].child.end(exit.clone());
+            }
             return Err(Exit::Failed(format!(
                 "{} restarts within {:?}; child {:?} {exit}",
                 self.restarts.len(),
@@ -567,6 +761,17 @@ impl State {
         }
     }
 
+    /// Kills every running child, in reverse start order, and waits for
+    /// each end; their mailboxes stay open for a next life.
+    async fn kill_all(&mut self) {
+        for i in (0..self.slots.len()).rev() {
+            if self.slots[i].running {
+                self.slots[i].child.kill();
+                self.wait_ended(i).await;
+            }
+        }
+    }
+
     /// Stops every child for good, in reverse start order: close its
     /// mailbox, wait up to its shutdown timeout, kill it if it has not
     /// ended; its address then reports the exit of its last life.
@@ -606,17 +811,25 @@ impl State {
 }
 
 impl Drop for State {
-    /// The supervisor was killed (or its runtime shut down) without
-    /// stopping its children: kill them and stop them for good now.
+    /// The supervisor's life ended without stopping its children (killed,
+    /// failed, or its runtime shut down). Supervised: kill the running
+    /// children and leave them for the next life, which waits for their
+    /// ends — unless the supervisor was stopped for good meanwhile. Else:
+    /// kill them and stop them for good now.
     fn drop(&mut self) {
-        for slot in self.slots.iter_mut().rev() {
-            if !slot.ended {
-                slot.ended = true;
-                if slot.running {
-                    slot.child.kill();
+        let mut slots = std::mem::take(&mut self.slots);
+        if let Some(shelf) = &self.shelf {
+            let mut shelf = lock_shelf(shelf);
+            if !shelf.ended {
+                for slot in slots.iter().rev() {
+                    if slot.running {
+                        slot.child.kill();
+                    }
                 }
-                slot.child.end(Exit::Killed);
+                shelf.slots = Some(slots);
+                return;
             }
         }
+        end_all_now(&mut slots);
     }
 }
