@@ -89,7 +89,10 @@ fn main() {
                             let behind = kv
                                 .request(|r| Kv::Put(format!("client{c}/behind"), c, r))
                                 .expect("delivered: the mailbox stays open");
-                            assert_eq!(poison.reply_timeout(TIMEOUT).await, Err(CallError::NoReply));
+                            assert_eq!(
+                                poison.reply_timeout(TIMEOUT).await,
+                                Err(CallError::NoReply)
+                            );
                             assert_eq!(behind.reply_timeout(TIMEOUT).await, Ok(None));
                         }
                     }
@@ -97,10 +100,14 @@ fn main() {
                     let again: Addr<Kv> = fibra::whereis("kv").expect("still registered");
                     assert_eq!(again, kv);
                     for i in 0..KEYS_PER_CLIENT {
-                        let got = kv.call(|r| Kv::Get(format!("client{c}/key{i}"), r), TIMEOUT).await;
+                        let got = kv
+                            .call(|r| Kv::Get(format!("client{c}/key{i}"), r), TIMEOUT)
+                            .await;
                         assert_eq!(got, Ok(Some(c * 1000 + i)), "data survives the crashes");
                     }
-                    let behind = kv.call(|r| Kv::Get(format!("client{c}/behind"), r), TIMEOUT).await;
+                    let behind = kv
+                        .call(|r| Kv::Get(format!("client{c}/behind"), r), TIMEOUT)
+                        .await;
                     assert_eq!(behind, Ok(Some(c)));
                 })
             })
@@ -114,7 +121,9 @@ fn main() {
         assert_eq!(sup.exited().await, Exit::Normal);
         assert_eq!(kv.exited().await, Exit::Normal, "stopped gracefully");
         assert!(fibra::whereis::<Kv>("kv").is_err(), "the name is freed");
-        let reply = kv.call(|r| Kv::Get("client0/key0".into(), r), TIMEOUT).await;
+        let reply = kv
+            .call(|r| Kv::Get("client0/key0".into(), r), TIMEOUT)
+            .await;
         assert_eq!(reply, Err(CallError::NotDelivered), "stopped for good");
         lives - 1
     });

@@ -56,17 +56,15 @@ pub mod sync;
 pub mod time;
 mod wake;
 
-pub use actors::{
-    ChildInfo, ChildSpec, Restart, Strategy, Supervisor, SupervisorRef, spawn_link,
-};
+pub use actors::{ChildInfo, ChildSpec, Restart, Strategy, Supervisor, SupervisorRef, spawn_link};
 pub use chan::{
     Receiver, RecvError, RecvOp, SendError, SendOp, SendTimeoutError, Sender, TryRecvError,
     TrySendError, bounded, channel, unbounded,
 };
 pub use mailbox::{
     ActorId, Addr, Call, CallError, Exit, ExitSignal, LookupError, Mailbox, Monitor,
-    RecvTimeoutError, RegisterError, Reply, ReplyOp, bounded_mailbox, mailbox, register, registered,
-    unregister, whereis,
+    RecvTimeoutError, RegisterError, Reply, ReplyOp, bounded_mailbox, mailbox, register,
+    registered, unregister, whereis,
 };
 pub use op::{
     Always, BoxOp, Branches, Choose, Guard, Nack, Never, Op, Perform, WithNack, Wrap, always,

@@ -44,7 +44,9 @@ fn a_call_gets_its_reply_and_many_calls_interleave() {
     rt().block_on(async {
         let s = server();
         assert_eq!(s.call(|r| Req::Echo(1, r), LONG).await, Ok(1));
-        let calls: Vec<_> = (0..100).map(|n| s.request(|r| Req::Echo(n, r)).unwrap()).collect();
+        let calls: Vec<_> = (0..100)
+            .map(|n| s.request(|r| Req::Echo(n, r)).unwrap())
+            .collect();
         for (n, c) in calls.into_iter().enumerate().rev() {
             assert_eq!(c.reply().await, Ok(n as u32));
         }
@@ -76,7 +78,10 @@ fn an_actor_that_dies_before_replying_ends_the_wait() {
         // Its death dropped every reply slot it held.
         assert_eq!(pending.reply().await, Err(CallError::NoReply));
         assert!(matches!(s.exited().await, Exit::Panicked(_)));
-        assert_eq!(s.call(|r| Req::Echo(1, r), LONG).await, Err(CallError::NotDelivered));
+        assert_eq!(
+            s.call(|r| Req::Echo(1, r), LONG).await,
+            Err(CallError::NotDelivered)
+        );
     });
 }
 

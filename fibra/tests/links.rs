@@ -13,7 +13,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 fn rt() -> Runtime {
-    common::quiet_panics(&["root cause", "cut", "done sending", "already gone", "racing"]);
+    common::quiet_panics(&[
+        "root cause",
+        "cut",
+        "done sending",
+        "already gone",
+        "racing",
+    ]);
     Runtime::builder().workers(2).build().unwrap()
 }
 
@@ -119,7 +125,9 @@ fn linking_to_an_ended_actor_signals_at_once() {
         let (me, mut mb) = mailbox::<ExitSignal>();
         mb.trap_exits(|s| s);
         me.link(&dead);
-        let s = mb.try_recv().expect("the signal is queued by the link itself");
+        let s = mb
+            .try_recv()
+            .expect("the signal is queued by the link itself");
         assert_eq!(s.exit, Exit::Panicked("already gone".into()));
 
         // Not trapping: the link kills.
@@ -151,7 +159,10 @@ fn kill_wakes_an_actor_waiting_elsewhere_and_drops_its_queue() {
         assert_eq!(a.exited().await, Exit::Killed);
         assert_eq!(drops.load(Ordering::SeqCst), 10, "queued messages dropped");
         let back = a.send(DropCount::new(99, &drops)).unwrap_err().into_inner();
-        assert_eq!(back.value, 99, "a send after the kill hands the message back");
+        assert_eq!(
+            back.value, 99,
+            "a send after the kill hands the message back"
+        );
     });
 }
 

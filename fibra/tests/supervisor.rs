@@ -82,7 +82,13 @@ fn start_three(strategy: Strategy, log: &Log) -> (SupervisorRef, Vec<Addr<Cmd>>)
 async fn wait_lives(sup: &SupervisorRef, lives: &[u64]) {
     let start = std::time::Instant::now();
     loop {
-        let now: Vec<u64> = sup.children().await.unwrap().iter().map(|c| c.lives).collect();
+        let now: Vec<u64> = sup
+            .children()
+            .await
+            .unwrap()
+            .iter()
+            .map(|c| c.lives)
+            .collect();
         if now == lives {
             return;
         }
@@ -113,7 +119,13 @@ fn one_for_one_restarts_only_the_crashed_child() {
             assert_eq!(ping(&kids[0]).await, 1);
             assert_eq!(ping(&kids[2]).await, 1);
             assert_eq!(log_of(&log), ["dropped b", "start b"]);
-            let lives: Vec<u64> = sup.children().await.unwrap().iter().map(|c| c.lives).collect();
+            let lives: Vec<u64> = sup
+                .children()
+                .await
+                .unwrap()
+                .iter()
+                .map(|c| c.lives)
+                .collect();
             assert_eq!(lives, [1, 2, 1]);
             sup.shutdown();
             assert_eq!(sup.exited().await, Exit::Normal);
@@ -138,7 +150,14 @@ fn one_for_all_stops_the_others_in_reverse_order_and_restarts_all_in_order() {
             }
             assert_eq!(
                 log_of(&log),
-                ["dropped a", "dropped c", "dropped b", "start a", "start b", "start c"]
+                [
+                    "dropped a",
+                    "dropped c",
+                    "dropped b",
+                    "start a",
+                    "start b",
+                    "start c"
+                ]
             );
             sup.shutdown();
             assert_eq!(sup.exited().await, Exit::Normal);
@@ -160,7 +179,10 @@ fn rest_for_one_restarts_the_child_and_those_started_after_it() {
             crash_and_wait(&kids[1], 2).await;
             assert_eq!(ping(&kids[0]).await, 1);
             assert_eq!(ping(&kids[2]).await, 2);
-            assert_eq!(log_of(&log), ["dropped b", "dropped c", "start b", "start c"]);
+            assert_eq!(
+                log_of(&log),
+                ["dropped b", "dropped c", "start b", "start c"]
+            );
             sup.shutdown();
             assert_eq!(sup.exited().await, Exit::Normal);
         }
@@ -257,7 +279,10 @@ fn restart_types_temporary_and_transient() {
             let sup = sup.spawn();
             // A temporary child's crash is its end; nobody restarts.
             temp.send(Cmd::Crash).unwrap();
-            assert_eq!(temp.exited().await, Exit::Panicked("crash requested".into()));
+            assert_eq!(
+                temp.exited().await,
+                Exit::Panicked("crash requested".into())
+            );
             assert_eq!(ping(&perm).await, 1);
             // A transient child's crash restarts (one-for-all: perm too)...
             trans.send(true).unwrap();
@@ -282,7 +307,8 @@ fn intensity_exceeded_stops_the_children_and_fails_the_supervisor() {
     rt().block_on({
         let log = log.clone();
         async move {
-            let mut sup = Supervisor::new(Strategy::OneForOne).intensity(2, Duration::from_secs(60));
+            let mut sup =
+                Supervisor::new(Strategy::OneForOne).intensity(2, Duration::from_secs(60));
             let a = add_child(&mut sup, ChildSpec::new("a"), &log);
             let b = add_child(&mut sup, ChildSpec::new("b"), &log);
             let sup = sup.spawn();
@@ -315,7 +341,8 @@ fn restarts_older_than_the_period_do_not_count() {
     rt().block_on({
         let log = log.clone();
         async move {
-            let mut sup = Supervisor::new(Strategy::OneForOne).intensity(1, Duration::from_millis(10));
+            let mut sup =
+                Supervisor::new(Strategy::OneForOne).intensity(1, Duration::from_millis(10));
             let a = add_child(&mut sup, ChildSpec::new("a"), &log);
             let sup = sup.spawn();
             for life in 2..=5 {
@@ -427,17 +454,19 @@ fn crash_storm_ends_in_escalation_with_every_message_counted_once() {
         let mut kids = Vec::new();
         for i in 0..CHILDREN {
             let received = received.clone();
-            kids.push(sup.child(format!("worker{i}"), move |mut mb: Mailbox<Job>| {
-                let received = received.clone();
-                async move {
-                    while let Some(job) = mb.recv().await {
-                        received.lock().unwrap().push(job.id);
-                        if job.poison {
-                            panic!("poison");
+            kids.push(
+                sup.child(format!("worker{i}"), move |mut mb: Mailbox<Job>| {
+                    let received = received.clone();
+                    async move {
+                        while let Some(job) = mb.recv().await {
+                            received.lock().unwrap().push(job.id);
+                            if job.poison {
+                                panic!("poison");
+                            }
                         }
                     }
-                }
-            }));
+                }),
+            );
         }
         let sup = sup.spawn();
         let returned = Arc::new(AtomicUsize::new(0));
@@ -531,7 +560,14 @@ fn a_supervision_tree_restarts_subtrees_and_shuts_down_depth_first_in_reverse() 
             assert_eq!(inner.exited().await, Exit::Normal);
             assert_eq!(
                 log_of(&log),
-                ["stop c", "dropped c", "stop b", "dropped b", "stop a", "dropped a"]
+                [
+                    "stop c",
+                    "dropped c",
+                    "stop b",
+                    "dropped b",
+                    "stop a",
+                    "dropped a"
+                ]
             );
             for k in [&a, &b, &c] {
                 assert_eq!(k.exited().await, Exit::Normal);

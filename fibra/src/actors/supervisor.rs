@@ -18,9 +18,9 @@
 
 use crate::mailbox::{Addr, Exit, Mailbox, OnEnd, Reply, supervised_addr, supervised_life};
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
 use std::fmt;
 use std::future::Future;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Which children a supervisor restarts when one ends and must be
@@ -178,8 +178,12 @@ impl Child for SupervisorChild {
     }
 
     fn start(&mut self, on_end: OnEnd) {
-        let (shelf, strategy, max_restarts, period) =
-            (self.shelf.clone(), self.strategy, self.max_restarts, self.period);
+        let (shelf, strategy, max_restarts, period) = (
+            self.shelf.clone(),
+            self.strategy,
+            self.max_restarts,
+            self.period,
+        );
         let body = move |mb: Mailbox<Event>| async move {
             // The last life put the children back when it ended, before
             // this one could start.
@@ -494,7 +498,11 @@ impl fmt::Debug for Supervisor {
             .field("period", &self.period)
             .field(
                 "children",
-                &self.children.iter().map(|c| c.spec().name()).collect::<Vec<_>>(),
+                &self
+                    .children
+                    .iter()
+                    .map(|c| c.spec().name())
+                    .collect::<Vec<_>>(),
             )
             .finish()
     }

@@ -108,9 +108,9 @@ pub use actor::Exit;
 pub(crate) use actor::{OnEnd, actor, supervised_addr, supervised_life};
 pub use call::{Call, CallError, Reply, ReplyOp};
 pub use link::{ActorId, ExitSignal};
-pub use registry::{LookupError, RegisterError, register, registered, unregister, whereis};
 pub use ops::{RecvMatchingOp, RecvOp, SendOp};
 pub use recv::Recv;
+pub use registry::{LookupError, RegisterError, register, registered, unregister, whereis};
 
 use crate::chan::{TryRecvError, TrySendError};
 use crate::loom::{Arc, AtomicBool, AtomicUsize, Mutex, Ordering, lock};
