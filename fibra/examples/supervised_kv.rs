@@ -42,7 +42,7 @@ fn main() {
     // Keep the expected crashes' panic messages short; report any other.
     let default_hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
-        if info.payload_as_str() == Some("poison request") {
+        if info.payload().downcast_ref::<&str>() == Some(&"poison request") {
             eprintln!("kv crashed on a poison request (restarting)");
         } else {
             default_hook(info);

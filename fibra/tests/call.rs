@@ -27,12 +27,14 @@ fn server() -> fibra::Addr<Req> {
         let mut kept = Vec::new();
         while let Some(req) = mb.recv().await {
             match req {
-                Req::Echo(n, r) => drop(r.send(n)),
+                Req::Echo(n, r) => {
+                    let _ = r.send(n);
+                }
                 Req::Ignore(r) => kept.push(r), // never answered, never dropped
                 Req::Die(_r) => panic!("dies before replying"),
                 Req::Later(n, r) => {
                     fibra::time::sleep(Duration::from_millis(5)).await;
-                    drop(r.send(n));
+                    let _ = r.send(n);
                 }
             }
         }

@@ -57,7 +57,9 @@ fn add_child(sup: &mut Supervisor, spec: ChildSpec, log: &Log) -> Addr<Cmd> {
             while let Some(cmd) = mb.recv().await {
                 match cmd {
                     Cmd::Crash => panic!("crash requested"),
-                    Cmd::Ping(reply) => drop(reply.send(life)),
+                    Cmd::Ping(reply) => {
+                        let _ = reply.send(life);
+                    }
                 }
             }
             log.lock().unwrap().push(format!("stop {name}"));
@@ -584,7 +586,9 @@ fn a_failing_subtree_is_seen_and_restarted_by_the_supervisor_above() {
             while let Some(cmd) = mb.recv().await {
                 match cmd {
                     Cmd::Crash => panic!("crash requested"),
-                    Cmd::Ping(r) => drop(r.send(0)),
+                    Cmd::Ping(r) => {
+                        let _ = r.send(0);
+                    }
                 }
             }
         });

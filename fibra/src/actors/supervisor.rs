@@ -284,7 +284,7 @@ fn end_all_now(slots: &mut [Slot]) {
 ///     let worker = sup.child("squarer", |mut mb| async move {
 ///         while let Some(msg) = mb.recv().await {
 ///             match msg {
-///                 Msg::Square(n, reply) => drop(reply.send(n * n)),
+///                 Msg::Square(n, reply) => { let _ = reply.send(n * n); }
 ///                 Msg::Poison => panic!("poisoned"),
 ///             }
 ///         }

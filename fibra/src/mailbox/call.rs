@@ -181,7 +181,7 @@ impl<M> Addr<M> {
     ///         while let Some(msg) = mb.recv().await {
     ///             match msg {
     ///                 Msg::Add(n) => total += n,
-    ///                 Msg::Get(reply) => drop(reply.send(total)),
+    ///                 Msg::Get(reply) => { let _ = reply.send(total); }
     ///             }
     ///         }
     ///     });

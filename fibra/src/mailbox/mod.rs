@@ -927,10 +927,8 @@ impl<M> Drop for Mailbox<M> {
             return;
         }
         self.inner.close();
-        if !self.owned_by_task {
-            if self.inner.exit.put(Exit::Closed).is_ok() {
-                self.inner.die(&Exit::Closed, self.inner.actor_id(), true);
-            }
+        if !self.owned_by_task && self.inner.exit.put(Exit::Closed).is_ok() {
+            self.inner.die(&Exit::Closed, self.inner.actor_id(), true);
         }
         self.pull_all();
         // SAFETY: we are the single consumer, and it is going away.
