@@ -2,7 +2,7 @@
 //! [`Supervisor`]s with OTP's restart strategies.
 //!
 //! The pieces that do not spawn live with the mailbox
-//! ([`mailbox`](crate::mailbox)): links ([`Addr::link`]), kills
+//! ([`mailbox`](mod@crate::mailbox)): links ([`Addr::link`]), kills
 //! ([`Addr::kill`]), trapped exits ([`Mailbox::trap_exits`]), the name
 //! registry ([`register`](crate::register), [`whereis`](crate::whereis))
 //! and request/reply ([`Addr::request`], [`Addr::call`]). Every wait among
