@@ -79,9 +79,7 @@ where
     B: FnOnce(Mailbox<M>) -> F,
     F: Future,
 {
-    let (addr, mut mb) = make(None);
-    mb.owned_by_task = true;
-    lock(&addr.inner.ctl).is_task = true;
+    let (addr, mb) = make(None, true);
     let inner = addr.inner.clone();
     let fut = Actor {
         fut: Some(Box::pin(body(mb))),
@@ -124,12 +122,7 @@ where
 /// The address of a supervised child before its first life: its mailbox
 /// has no receiver until the supervisor starts one (`supervised_life`).
 pub(crate) fn supervised_addr<M>() -> Addr<M> {
-    let inner = Inner::new(None);
-    {
-        let mut c = lock(&inner.ctl);
-        c.is_task = true;
-        c.supervised = true;
-    }
+    let inner = Inner::new(None, true, true);
     Addr {
         inner: Arc::new(inner),
     }
@@ -149,7 +142,11 @@ impl<M> Addr<M> {
         let _ = self.inner.exit.put(exit.clone());
         self.inner.die(&exit, self.inner.actor_id(), true);
         // Messages the last life left unreceived go with the mailbox.
-        drop(std::mem::take(&mut lock(&self.inner.ctl).handover));
+        let handover = lock(&self.inner.ctl)
+            .rare
+            .as_mut()
+            .map(|r| std::mem::take(&mut r.handover));
+        drop(handover);
     }
 
     /// The supervisor's graceful stop: closes the mailbox, so the life

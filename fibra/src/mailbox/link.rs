@@ -56,42 +56,72 @@ pub struct ExitSignal {
 /// call it outside the lock.
 pub(crate) type Trap<M> = std::sync::Arc<dyn Fn(ExitSignal) -> M + Send + Sync>;
 
-/// A mailbox's life: links, trap, kill request, waker, registered names.
+/// A mailbox's life: links, kill request, waker; the rarely used parts
+/// (trap, names, a supervised child's handover) are boxed, so a mailbox
+/// that uses none of them stays small.
 pub(crate) struct Control<M> {
     /// Peers linked to the current life.
     pub(crate) links: Vec<Box<dyn LinkEnd>>,
-    pub(crate) trap: Option<Trap<M>>,
     /// The actor task's waker, registered at its first `Pending` poll.
     pub(crate) waker: Option<Waker>,
     /// A kill requested for the current life, with the exit it will report.
-    pub(crate) kill: Option<Exit>,
-    /// How the current life ended (`None` while it lives).
-    pub(crate) dead: Option<Exit>,
+    pub(crate) kill: Option<Box<Exit>>,
+    /// The current life has ended. Its exit is the mailbox's `exit` (or,
+    /// between a supervised child's lives, `Rare::last_exit`).
+    pub(crate) dead: bool,
     /// Owned by an actor task (a kill wakes it), not a plain mailbox (a kill
     /// closes it).
     pub(crate) is_task: bool,
     /// A supervised child: its mailbox outlives each life.
     pub(crate) supervised: bool,
+    pub(crate) rare: Option<Box<Rare<M>>>,
+}
+
+/// The parts of a `Control` few mailboxes use.
+pub(crate) struct Rare<M> {
+    pub(crate) trap: Option<Trap<M>>,
     /// Names this mailbox is registered under (`registry.rs`).
     pub(crate) names: Vec<String>,
     /// Messages a supervised life took out of the queue but did not
     /// receive: the next life receives them first.
     pub(crate) handover: VecDeque<M>,
+    /// How a supervised child's last life ended.
+    pub(crate) last_exit: Option<Exit>,
 }
 
 impl<M> Control<M> {
-    pub(crate) fn new() -> Mutex<Self> {
+    pub(crate) fn new(is_task: bool, supervised: bool) -> Mutex<Self> {
         Mutex::new(Control {
             links: Vec::new(),
-            trap: None,
             waker: None,
             kill: None,
-            dead: None,
-            is_task: false,
-            supervised: false,
-            names: Vec::new(),
-            handover: VecDeque::new(),
+            dead: false,
+            is_task,
+            supervised,
+            rare: None,
         })
+    }
+
+    pub(crate) fn rare(&mut self) -> &mut Rare<M> {
+        self.rare.get_or_insert_with(|| {
+            Box::new(Rare {
+                trap: None,
+                names: Vec::new(),
+                handover: VecDeque::new(),
+                last_exit: None,
+            })
+        })
+    }
+
+    fn trap(&self) -> Option<Trap<M>> {
+        self.rare.as_ref().and_then(|r| r.trap.clone())
+    }
+
+    fn take_names(&mut self) -> Vec<String> {
+        self.rare
+            .as_mut()
+            .map(|r| std::mem::take(&mut r.names))
+            .unwrap_or_default()
     }
 }
 
@@ -110,11 +140,11 @@ impl<M: Send + 'static> LinkEnd for Arc<Inner<M>> {
 
     fn signal(&self, from: ActorId, exit: &Exit) {
         let mut c = lock(&self.ctl);
-        if c.dead.is_some() {
+        if c.dead {
             return;
         }
         c.links.retain(|p| p.id() != from);
-        if let Some(trap) = c.trap.clone() {
+        if let Some(trap) = c.trap() {
             drop(c);
             let signal = ExitSignal {
                 from,
@@ -144,27 +174,22 @@ impl<M> Inner<M> {
     /// each peer; on the mailbox's final end (`last`), also frees its names.
     pub(crate) fn die(&self, exit: &Exit, me: ActorId, last: bool) {
         let mut c = lock(&self.ctl);
-        if c.dead.is_some() {
+        if c.dead {
             // The life ended before; a supervisor now ends the mailbox.
-            let names = if last {
-                std::mem::take(&mut c.names)
-            } else {
-                Vec::new()
-            };
+            let names = if last { c.take_names() } else { Vec::new() };
             drop(c);
             if !names.is_empty() {
                 super::registry::forget(&names, me);
             }
             return;
         }
-        c.dead = Some(exit.clone());
+        c.dead = true;
+        if c.supervised && !last {
+            c.rare().last_exit = Some(exit.clone());
+        }
         let links = std::mem::take(&mut c.links);
         let waker = c.waker.take();
-        let names = if last {
-            std::mem::take(&mut c.names)
-        } else {
-            Vec::new()
-        };
+        let names = if last { c.take_names() } else { Vec::new() };
         drop(c);
         drop(waker);
         for peer in links {
@@ -180,11 +205,11 @@ impl<M> Inner<M> {
     /// at once. A life already dead, or already being killed, is left alone.
     pub(crate) fn kill(&self, exit: Exit) {
         let mut c = lock(&self.ctl);
-        if c.dead.is_some() || c.kill.is_some() {
+        if c.dead || c.kill.is_some() {
             return;
         }
         if c.is_task {
-            c.kill = Some(exit);
+            c.kill = Some(Box::new(exit));
             // Release: with the lock, pairs with the task's Acquire load
             // at its next poll (which then takes `kill` under the lock).
             self.killed.store(true, Ordering::Release);
@@ -215,7 +240,16 @@ impl<M> Inner<M> {
         if !self.killed.load(Ordering::Acquire) {
             return None;
         }
-        lock(&self.ctl).kill.clone()
+        lock(&self.ctl).kill.as_deref().cloned()
+    }
+
+    /// How the current (dead) life ended, for a link made after it.
+    fn dead_exit(&self, c: &Control<M>) -> Exit {
+        match c.rare.as_ref().and_then(|r| r.last_exit.clone()) {
+            Some(e) if c.supervised => e,
+            // Filled before `die` marks the life dead.
+            _ => self.exit.try_get().unwrap_or(Exit::Closed),
+        }
     }
 
     /// Starts a new life of a supervised mailbox: no links, no kill, and the
@@ -224,12 +258,15 @@ impl<M> Inner<M> {
     /// see `dead` until here.
     pub(crate) fn revive(&self) -> VecDeque<M> {
         let mut c = lock(&self.ctl);
-        c.dead = None;
+        c.dead = false;
         c.kill = None;
         c.waker = None;
         // Relaxed: under the lock, which a kill takes before its store.
         self.killed.store(false, Ordering::Relaxed);
-        std::mem::take(&mut c.handover)
+        c.rare
+            .as_mut()
+            .map(|r| std::mem::take(&mut r.handover))
+            .unwrap_or_default()
     }
 
     pub(crate) fn actor_id(&self) -> ActorId {
@@ -259,7 +296,9 @@ pub(crate) fn link<A: Send + 'static, B: Send + 'static>(a: &Arc<Inner<A>>, b: &
         cb = lock(&b.ctl);
         ca = lock(&a.ctl);
     }
-    match (ca.dead.clone(), cb.dead.clone()) {
+    let ea = ca.dead.then(|| a.dead_exit(&ca));
+    let eb = cb.dead.then(|| b.dead_exit(&cb));
+    match (ea, eb) {
         (None, None) => {
             if !ca.links.iter().any(|p| p.id() == idb) {
                 ca.links.push(Box::new(b.clone()));

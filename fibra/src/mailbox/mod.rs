@@ -162,14 +162,14 @@ pub(crate) struct Inner<M> {
 }
 
 impl<M> Inner<M> {
-    fn new(capacity: Option<usize>) -> Self {
+    fn new(capacity: Option<usize>, is_task: bool, supervised: bool) -> Self {
         Self {
             queue: Queue::new(),
             addrs: AtomicUsize::new(1),
             closed: AtomicBool::new(false),
             room: capacity.map(Semaphore::new),
             exit: Arc::new(IVar::new()),
-            ctl: link::Control::new(),
+            ctl: link::Control::new(is_task, supervised),
             killed: AtomicBool::new(false),
         }
     }
@@ -225,7 +225,7 @@ impl<M> Inner<M> {
 /// assert_eq!(mb.try_recv(), Ok("hello"));
 /// ```
 pub fn mailbox<M>() -> (Addr<M>, Mailbox<M>) {
-    make(None)
+    make(None, false)
 }
 
 /// Creates a mailbox that holds at most `capacity` messages: a
@@ -251,11 +251,11 @@ pub fn bounded_mailbox<M>(capacity: usize) -> (Addr<M>, Mailbox<M>) {
         capacity > 0,
         "a bounded mailbox needs a capacity of at least 1"
     );
-    make(Some(capacity))
+    make(Some(capacity), false)
 }
 
-fn make<M>(capacity: Option<usize>) -> (Addr<M>, Mailbox<M>) {
-    let inner = Arc::new(Inner::new(capacity));
+fn make<M>(capacity: Option<usize>, is_task: bool) -> (Addr<M>, Mailbox<M>) {
+    let inner = Arc::new(Inner::new(capacity, is_task, false));
     (
         Addr {
             inner: inner.clone(),
@@ -263,7 +263,7 @@ fn make<M>(capacity: Option<usize>) -> (Addr<M>, Mailbox<M>) {
         Mailbox {
             inner,
             stash: VecDeque::new(),
-            owned_by_task: false,
+            owned_by_task: is_task,
             supervised: false,
         },
     )
@@ -663,7 +663,7 @@ impl<M> Mailbox<M> {
             self.inner.room.is_none(),
             "a bounded mailbox cannot trap exits: a signal must never wait for room"
         );
-        lock(&self.inner.ctl).trap = Some(std::sync::Arc::new(into));
+        lock(&self.inner.ctl).rare().trap = Some(std::sync::Arc::new(into));
     }
 
     /// Stops trapping exits: a linked death kills this actor again.
@@ -674,7 +674,9 @@ impl<M> Mailbox<M> {
     /// mb.untrap_exits();
     /// ```
     pub fn untrap_exits(&mut self) {
-        lock(&self.inner.ctl).trap = None;
+        if let Some(rare) = lock(&self.inner.ctl).rare.as_mut() {
+            rare.trap = None;
+        }
     }
 
     /// Links this mailbox's actor with `other`'s: see [`Addr::link`].
@@ -921,7 +923,7 @@ impl<M> Drop for Mailbox<M> {
             // The next life receives what this one took out but did not
             // receive, then the queue.
             let stash = std::mem::take(&mut self.stash);
-            lock(&self.inner.ctl).handover = stash;
+            lock(&self.inner.ctl).rare().handover = stash;
             // SAFETY: we are the single consumer until the next life.
             unsafe { self.inner.queue.forget_waker() };
             return;

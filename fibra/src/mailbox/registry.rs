@@ -133,10 +133,10 @@ pub fn register<M: Send + 'static>(
     }
     {
         let mut c = lock_ctl(&addr.inner.ctl);
-        if addr.inner.is_closed() || (c.dead.is_some() && !c.supervised) {
+        if addr.inner.is_closed() || (c.dead && !c.supervised) {
             return Err(RegisterError::Ended);
         }
-        c.names.push(name.clone());
+        c.rare().names.push(name.clone());
     }
     t.insert(
         name,
