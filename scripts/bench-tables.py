@@ -105,6 +105,29 @@ def summary_md(report):
     return "\n".join(out) + "\n"
 
 
+def speedup_md(report, groups=("erlang", "savina")):
+    """1 -> 2 workers (fibra-1 -> fibra) beside Erlang's one scheduler ->
+    default (erlang-1 -> erlang), and the one-worker overhead (fibra-1 /
+    fibra-ct), for the actor groups."""
+    works = OrderedDict()
+    for row in report["results"]:
+        if row["group"] in groups:
+            key = (row["group"], row["workload"], params_text(row["params"]))
+            works.setdefault(key, {})[row["system"]] = row["median_s"]
+    out = [
+        "| group | workload | params | fibra 1 → 2 workers | erlang +S 1 → default | fibra-1 / fibra-ct |",
+        "|---|---|---|---|---|---|",
+    ]
+    for (group, workload, params), t in works.items():
+        def ratio(a, b):
+            return f"{t[a] / t[b]:.2f}x" if a in t and b in t else ""
+        out.append(
+            f"| {group} | {workload} | {params} | {ratio('fibra-1', 'fibra')} "
+            f"| {ratio('erlang-1', 'erlang')} | {ratio('fibra-1', 'fibra-ct')} |"
+        )
+    return "\n".join(out) + "\n" if len(out) > 2 else ""
+
+
 def main():
     args = sys.argv[1:]
     commit = None
@@ -120,6 +143,9 @@ def main():
         ).stdout.strip()
     (ROOT / "docs/bench/results.md").write_text(results_md(report, commit))
     sys.stdout.write(summary_md(report))
+    speedups = speedup_md(report)
+    if speedups:
+        sys.stdout.write("\n" + speedups)
 
 
 if __name__ == "__main__":

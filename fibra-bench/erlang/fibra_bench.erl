@@ -77,6 +77,38 @@ workload("symmetric-mailbox", Params) ->
 workload("switch-baseline", Params) ->
     N = param(iterations, Params),
     fun() -> switch_baseline(N) end;
+workload("big-bang", Params) ->
+    N = param(processes, Params),
+    fun() -> big_bang(N) end;
+workload("hackbench", Params) ->
+    Groups = param(groups, Params),
+    Messages = param(messages, Params),
+    fun() -> hackbench(Groups, Messages) end;
+workload("mandelbrot", Params) ->
+    Size = param(size, Params),
+    Tasks = param(tasks, Params),
+    fun() -> mandelbrot(Size, Tasks) end;
+workload("random", Params) ->
+    Tasks = param(tasks, Params),
+    Values = param(values, Params),
+    fun() -> random(Tasks, Values) end;
+workload("count", Params) ->
+    Messages = param(messages, Params),
+    fun() -> count(Messages) end;
+workload("fjcreate", Params) ->
+    Actors = param(actors, Params),
+    fun() -> fjcreate(Actors) end;
+workload("fjthrput", Params) ->
+    Actors = param(actors, Params),
+    Messages = param(messages, Params),
+    fun() -> fjthrput(Actors, Messages) end;
+workload("big", Params) ->
+    Actors = param(actors, Params),
+    Pings = param(pings, Params),
+    fun() -> big(Actors, Pings) end;
+workload("fib", Params) ->
+    N = param(n, Params),
+    fun() -> fib(N) end;
 workload(Name, _) ->
     error({unknown_workload, Name}).
 
@@ -284,3 +316,193 @@ yield_times(0, Count) ->
 yield_times(N, Count) ->
     erlang:yield(),
     yield_times(N - 1, Count + 1).
+
+%% The `erlang` group (the Erlang-VM scalability study's benchmarks) and
+%% the `savina` group (Savina's actor micro-benchmarks); the same work as
+%% fibra-bench/src/workloads/actors/, see its module docs.
+
+%% big-bang: every process pings every other and answers each ping with a
+%% pong. Result: the pongs, N(N-1).
+big_bang(N) ->
+    Self = self(),
+    Pids = [spawn_link(fun() -> bang_start(Self, N) end) || _ <- lists:seq(1, N)],
+    [P ! {start, Pids} || P <- Pids],
+    lists:sum([receive {bang_done, Pongs} -> Pongs end || _ <- Pids]).
+
+bang_start(Main, N) ->
+    %% Pings that arrive before the start stay in the mailbox.
+    receive {start, Pids} -> ok end,
+    Me = self(),
+    [P ! {ping, Me} || P <- Pids, P =/= Me],
+    bang_loop(Main, N - 1, N - 1, 0).
+
+bang_loop(Main, 0, 0, Pongs) ->
+    Main ! {bang_done, Pongs};
+bang_loop(Main, Pings, PongsLeft, Pongs) ->
+    receive
+        {ping, From} ->
+            From ! pong,
+            bang_loop(Main, Pings - 1, PongsLeft, Pongs);
+        pong ->
+            bang_loop(Main, Pings, PongsLeft - 1, Pongs + 1)
+    end.
+
+%% hackbench: per group, 20 writers each send 0..Messages-1 to each of the
+%% group's 20 listeners. Result: the sum the listeners took.
+hackbench(Groups, Messages) ->
+    Self = self(),
+    lists:foreach(
+      fun(_) ->
+              Listeners = [spawn_link(fun() -> Self ! {listened, receive_sum(20 * Messages, 0)} end)
+                           || _ <- lists:seq(1, 20)],
+              [spawn_link(fun() -> send_rounds(Listeners, 0, Messages) end)
+               || _ <- lists:seq(1, 20)]
+      end,
+      lists:seq(1, Groups)),
+    lists:sum([receive {listened, Sum} -> Sum end || _ <- lists:seq(1, Groups * 20)]).
+
+%% Sends I to every target, for I in I..Messages-1.
+send_rounds(_, Messages, Messages) ->
+    ok;
+send_rounds(Targets, I, Messages) ->
+    [T ! I || T <- Targets],
+    send_rounds(Targets, I + 1, Messages).
+
+%% mandelbrot: Tasks processes each compute the Size x Size image; the
+%% runner waits for them in turn. Result: the iterations summed.
+mandelbrot(Size, Tasks) ->
+    in_turn([fun() -> mandel_image(Size) end || _ <- lists:seq(1, Tasks)]).
+
+%% Starts a linked process per fun and receives their results in turn.
+in_turn(Funs) ->
+    Self = self(),
+    Pids = [spawn_link(fun() -> Self ! {self(), F()} end) || F <- Funs],
+    lists:sum([receive {P, V} -> V end || P <- Pids]).
+
+mandel_image(Size) ->
+    S = float(Size),
+    lists:sum([mandel_row(Y * 3.0 / S - 1.5, S, Size, 0, 0) || Y <- lists:seq(0, Size - 1)]).
+
+mandel_row(_, _, Size, Size, Acc) ->
+    Acc;
+mandel_row(Ci, S, Size, X, Acc) ->
+    Cr = X * 3.0 / S - 2.0,
+    mandel_row(Ci, S, Size, X + 1, Acc + mandel_point(Cr, Ci, 0.0, 0.0, 0)).
+
+mandel_point(_, _, _, _, 255) ->
+    255;
+mandel_point(Cr, Ci, Zr, Zi, I) ->
+    case Zr * Zr + Zi * Zi =< 4.0 of
+        true -> mandel_point(Cr, Ci, Zr * Zr - Zi * Zi + Cr, 2.0 * Zr * Zi + Ci, I + 1);
+        false -> I
+    end.
+
+%% random: process Seed sorts Values numbers of a 31-bit LCG seeded with
+%% Seed, splits them, and returns the first of the upper half. Result:
+%% their sum.
+random(Tasks, Values) ->
+    in_turn([fun() -> random_middle(Seed, Values) end || Seed <- lists:seq(1, Tasks)]).
+
+lcg(X) ->
+    (X * 1103515245 + 12345) band 16#7fffffff.
+
+random_middle(Seed, Values) ->
+    Sorted = lists:sort(lcg_list(Seed, Values, [])),
+    {_, Upper} = lists:split(length(Sorted) div 2, Sorted),
+    case Upper of
+        [First | _] -> First;
+        [] -> 0
+    end.
+
+lcg_list(_, 0, Acc) ->
+    Acc;
+lcg_list(X, N, Acc) ->
+    Next = lcg(X),
+    lcg_list(Next, N - 1, [Next | Acc]).
+
+%% count: the runner sends 0..Messages-1 to a counter, then asks it for
+%% the total.
+count(Messages) ->
+    Counter = spawn_link(fun() -> counter(0) end),
+    send_rounds([Counter], 0, Messages),
+    Counter ! {get, self()},
+    receive {count, Total} -> Total end.
+
+counter(Total) ->
+    receive
+        {get, From} -> From ! {count, Total};
+        N -> counter(Total + N)
+    end.
+
+%% fjcreate: the runner creates Actors processes and sends each its index,
+%% which it sends back before ending (unlinked, as in spawn-join).
+fjcreate(Actors) ->
+    Self = self(),
+    fj_spawn(Self, 0, Actors),
+    join_all(Actors, 0).
+
+fj_spawn(_, Actors, Actors) ->
+    ok;
+fj_spawn(Self, I, Actors) ->
+    Pid = spawn(fun() -> receive V -> Self ! {joined, V} end end),
+    Pid ! I,
+    fj_spawn(Self, I + 1, Actors).
+
+%% fjthrput: the runner sends 0..Messages-1 to each of Actors processes,
+%% round-robin; each reports its sum.
+fjthrput(Actors, Messages) ->
+    Self = self(),
+    Workers = [spawn_link(fun() -> Self ! {sum, receive_sum(Messages, 0)} end)
+               || _ <- lists:seq(1, Actors)],
+    send_rounds(Workers, 0, Messages),
+    lists:sum([receive {sum, Sum} -> Sum end || _ <- Workers]).
+
+%% big: each process pings a pseudo-random process (LCG seeded with its
+%% index) and waits for the pong, Pings times, answering others' pings
+%% meanwhile; once all are done the runner stops them. Result: the pongs.
+big(Actors, Pings) ->
+    Self = self(),
+    Pids = list_to_tuple([spawn_link(fun() -> big_start(Self, Seed, Actors, Pings) end)
+                          || Seed <- lists:seq(1, Actors)]),
+    [P ! {start, Pids} || P <- tuple_to_list(Pids)],
+    Total = lists:sum([receive {big_done, A} -> A end || _ <- lists:seq(1, Actors)]),
+    [P ! exit || P <- tuple_to_list(Pids)],
+    Total.
+
+big_start(Main, Seed, N, Pings) ->
+    receive {start, Pids} -> ok end,
+    big_loop(Main, Pids, N, Pings, big_ping(Pids, N, Seed), 0).
+
+big_ping(Pids, N, X) ->
+    Next = lcg(X),
+    element(Next rem N + 1, Pids) ! {ping, self()},
+    Next.
+
+big_loop(Main, Pids, N, Pings, X, Answered) ->
+    receive
+        {ping, From} ->
+            From ! pong,
+            big_loop(Main, Pids, N, Pings, X, Answered);
+        pong when Answered + 1 < Pings ->
+            big_loop(Main, Pids, N, Pings, big_ping(Pids, N, X), Answered + 1);
+        pong ->
+            Main ! {big_done, Answered + 1},
+            big_loop(Main, Pids, N, Pings, X, Answered + 1);
+        exit ->
+            ok
+    end.
+
+%% fib: a process per call of the naive recursive fib (unlinked, as in
+%% spawn-join); each sends its value to its parent.
+fib(N) ->
+    Self = self(),
+    spawn(fun() -> fib_actor(N, Self) end),
+    receive {fib, V} -> V end.
+
+fib_actor(N, Parent) when N < 2 ->
+    Parent ! {fib, N};
+fib_actor(N, Parent) ->
+    Me = self(),
+    spawn(fun() -> fib_actor(N - 1, Me) end),
+    spawn(fun() -> fib_actor(N - 2, Me) end),
+    receive {fib, A} -> receive {fib, B} -> Parent ! {fib, A + B} end end.

@@ -31,7 +31,7 @@ pub fn output_dir() -> PathBuf {
 
 /// The sources of an external peer: `fibra-bench/go`, `erlang`, `racket`.
 pub fn peer_source_dir(peer: Peer) -> PathBuf {
-    manifest_dir().join(peer.name())
+    manifest_dir().join(peer.source_folder())
 }
 
 fn manifest_dir() -> &'static Path {

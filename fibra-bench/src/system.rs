@@ -41,6 +41,8 @@ pub enum System {
     /// Erlang/OTP processes and message passing (a separate program, see
     /// `erlang/`), on the default SMP VM (one scheduler per core).
     Erlang,
+    /// The same Erlang program on a VM with one scheduler (`erl +S 1`).
+    Erlang1,
     /// Racket threads and rendezvous channels (`make-channel`; a separate
     /// program, see `racket/`). Racket threads are green threads on one OS
     /// thread.
@@ -70,6 +72,7 @@ impl System {
             Self::FlumeTokioMt => "flume-tokio-mt",
             Self::Go => "go",
             Self::Erlang => "erlang",
+            Self::Erlang1 => "erlang-1",
             Self::Racket => "racket",
             Self::Floor => "floor",
         }
@@ -105,6 +108,8 @@ impl System {
             Self::Crossbeam | Self::FlumeThreads => &[Self::FibraThreads],
             Self::Go => &[Self::Fibra, Self::FibraThreads],
             Self::Erlang | Self::Racket => &[Self::Fibra],
+            // One scheduler against one worker.
+            Self::Erlang1 => &[Self::Fibra1],
             Self::TokioCt | Self::FlumeTokioCt => &[Self::FibraTokioCt, Self::FibraCt],
             Self::TokioCtOneshot | Self::Floor => &[Self::FibraCt],
             Self::TokioMt | Self::FlumeTokioMt => &[Self::FibraTokioMt, Self::Fibra],
@@ -120,9 +125,10 @@ impl System {
     /// Whether the peer is also compared with the fastest fibra row: the
     /// language runtimes (Go, Erlang, Racket), whose execution model matches
     /// none of fibra's rows exactly (Racket's threads, for one, share one OS
-    /// thread, like `fibra-ct`).
+    /// thread, like `fibra-ct`). `erlang-1` is compared with `fibra-1`
+    /// first (one scheduler against one worker).
     pub const fn vs_best_fibra(self) -> bool {
-        matches!(self, Self::Go | Self::Erlang | Self::Racket)
+        matches!(self, Self::Go | Self::Erlang | Self::Erlang1 | Self::Racket)
     }
 }
 

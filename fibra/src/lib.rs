@@ -13,6 +13,9 @@
 //!   `try_` method and a blocking method. Nothing sent is lost: failed sends
 //!   return the value, and a received value whose perform is dropped goes
 //!   back to the channel.
+//! * **Other channels**: [`oneshot`] (a reply slot), [`broadcast`] (every
+//!   receiver sees every value) and [`watch`] (the latest value), each with
+//!   its waits as ops; periodic ticks with [`time::interval`].
 //!
 //! ```
 //! use fibra::{Op, channel, choose};
@@ -58,13 +61,13 @@ mod wake;
 
 pub use actors::{ChildInfo, ChildSpec, Restart, Strategy, Supervisor, SupervisorRef, spawn_link};
 pub use chan::{
-    Receiver, RecvError, RecvOp, SendError, SendOp, SendTimeoutError, Sender, TryRecvError,
-    TrySendError, bounded, channel, unbounded,
+    Receiver, RecvError, RecvOp, RecvTimeoutError, SendError, SendOp, SendTimeoutError, Sender,
+    TryRecvError, TrySendError, WeakSender, bounded, channel, unbounded,
 };
+pub use chan::{broadcast, oneshot, watch};
 pub use mailbox::{
-    ActorId, Addr, Call, CallError, Exit, ExitSignal, LookupError, Mailbox, Monitor,
-    RecvTimeoutError, RegisterError, Reply, ReplyOp, bounded_mailbox, mailbox, register,
-    registered, unregister, whereis,
+    ActorId, Addr, Call, CallError, Exit, ExitSignal, LookupError, Mailbox, Monitor, RegisterError,
+    Reply, ReplyOp, bounded_mailbox, mailbox, register, registered, unregister, whereis,
 };
 pub use op::{
     Always, BoxOp, Branches, Choose, Guard, Nack, Never, Op, Perform, WithNack, Wrap, always,
@@ -74,10 +77,15 @@ pub use rt::{
     Builder, Handle, JoinError, JoinHandle, JoinOp, Runtime, run, spawn, spawn_actor,
     spawn_blocking, yield_now,
 };
+pub use rt::{JoinNextOp, JoinSet, LocalJoinHandle, LocalJoinOp, LocalSet, RunUntil, spawn_local};
 pub use select::{WaitUntil, choose_all};
 pub use sync::{
     AcquireError, AcquireOp, GetOp, IVar, LockOp, MVar, Mutex, MutexGuard, NotifiedOp, Notify,
     Permit, PutOp, Semaphore, TakeOp, TryAcquireError,
+};
+pub use sync::{
+    Barrier, BarrierWaitOp, BarrierWaitResult, CancellationToken, CancelledOp, DropGuard, GetRefOp,
+    OnceCell, ReadOp, RwLock, RwLockReadGuard, RwLockWriteGuard, WriteOp,
 };
 
 /// The README's examples, compiled and run as doc tests.

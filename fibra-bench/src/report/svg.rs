@@ -63,6 +63,7 @@ fn colour(system: System) -> &'static str {
         System::FlumeTokioCt => "#807dba",
         System::FlumeTokioMt => "#bcbddc",
         System::Erlang => "#cb181d",
+        System::Erlang1 => "#fb6a4a",
         System::Racket => "#8c510a",
         System::Floor => "#969696",
     }

@@ -11,6 +11,7 @@
 //! A workload whose runs need a fresh process each
 //! ([`crate::case::Runner::Child`]) also answers in [`run_child`].
 
+mod actors;
 mod chain;
 mod diagonal;
 mod fan_out;
@@ -65,6 +66,7 @@ pub fn all(config: &Config) -> Vec<Case> {
         idle_memory::cases(config),
         timers::cases(config),
         wake_latency::cases(config),
+        actors::cases(config),
     ]
     .into_iter()
     .flatten()
@@ -127,6 +129,7 @@ const CATALOGUE: &[(&str, &[&str])] = &[
         ],
     ),
     ("erlang", &["big-bang", "hackbench", "mandelbrot", "random"]),
+    ("savina", &["count", "fjcreate", "fjthrput", "big", "fib"]),
     (
         "general",
         &["spawn-join", "idle-memory", "timers", "wake-latency"],
@@ -243,9 +246,25 @@ mod tests {
                 System::Racket => racket_group,
                 _ => &erlang_in_racket_group,
             };
+            // The actor groups: Erlang only (Racket has no such program).
+            let actor_rows: &[(&str, &str, usize)] = match system {
+                System::Racket => &[],
+                _ => &[
+                    ("erlang", "big-bang", 3),
+                    ("erlang", "hackbench", 1),
+                    ("erlang", "mandelbrot", 1),
+                    ("erlang", "random", 1),
+                    ("savina", "count", 1),
+                    ("savina", "fjcreate", 1),
+                    ("savina", "fjthrput", 1),
+                    ("savina", "big", 1),
+                    ("savina", "fib", 1),
+                ],
+            };
             let expected = expected
                 .into_iter()
-                .chain(in_group.iter().map(|&w| ("racket", w, 1)));
+                .chain(in_group.iter().map(|&w| ("racket", w, 1)))
+                .chain(actor_rows.iter().copied());
             let mut total = 0;
             for (group, workload, count) in expected {
                 let n = rows

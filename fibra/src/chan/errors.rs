@@ -237,3 +237,45 @@ impl<T> fmt::Display for SendTimeoutError<T> {
 }
 
 impl<T> std::error::Error for SendTimeoutError<T> {}
+
+/// Why a receive with a time limit returned nothing:
+/// [`Receiver::recv_timeout`](crate::Receiver::recv_timeout) and
+/// [`Mailbox::recv_timeout`](crate::Mailbox::recv_timeout).
+///
+/// ```
+/// use fibra::RecvTimeoutError;
+/// use std::time::Duration;
+///
+/// let (tx, rx) = fibra::channel::<u8>();
+/// let t = Duration::from_millis(1);
+/// assert_eq!(rx.recv_timeout_blocking(t), Err(RecvTimeoutError::Timeout));
+/// drop(tx);
+/// assert_eq!(rx.recv_timeout_blocking(t), Err(RecvTimeoutError::Disconnected));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecvTimeoutError {
+    /// Nothing arrived in time.
+    Timeout,
+    /// Nothing is left to receive and nothing can come any more (every
+    /// sender, or every address of a mailbox, is gone).
+    Disconnected,
+}
+
+impl fmt::Display for RecvTimeoutError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RecvTimeoutError::Timeout => f.write_str("timed out waiting for a value"),
+            RecvTimeoutError::Disconnected => {
+                f.write_str("nothing left to receive and every sender is gone")
+            }
+        }
+    }
+}
+
+impl std::error::Error for RecvTimeoutError {}
+
+impl From<RecvError> for RecvTimeoutError {
+    fn from(_: RecvError) -> Self {
+        RecvTimeoutError::Disconnected
+    }
+}

@@ -15,8 +15,24 @@
 //! | now or never | [`Sender::try_send`] | [`Receiver::try_recv`] |
 //! | OS thread (parks) | [`Sender::send_blocking`] | [`Receiver::recv_blocking`] |
 //!
-//! [`Receiver`] is a `futures_core::Stream` and [`Sender`] a
-//! `futures_sink::Sink`.
+//! A receive with a time limit is [`Receiver::recv_timeout`] (async) or
+//! [`Receiver::recv_timeout_blocking`]; OS threads can iterate
+//! ([`Receiver::iter`], [`Receiver::try_iter`], `for v in rx`).
+//! [`Receiver`] is a `futures_core::Stream` (and `FusedStream`) and
+//! [`Sender`] a `futures_sink::Sink`. A [`WeakSender`]
+//! ([`Sender::downgrade`]) can send after an upgrade without keeping the
+//! channel open.
+//!
+//! # Other kinds of channel
+//!
+//! | module | what | waiting op |
+//! |---|---|---|
+//! | [`oneshot`] | one value, one sender, one receiver (a reply slot) | [`oneshot::Receiver::recv_op`], [`oneshot::Sender::closed_op`] |
+//! | [`broadcast`] | every receiver sees every value (bounded; laggers are told what they missed) | [`broadcast::Receiver::recv_op`] |
+//! | [`watch`] | the latest value, and its changes | [`watch::Receiver::changed_op`] |
+//!
+//! Each is built on the same op protocol as the channels here, so its
+//! waits compose in choices and work on any executor and from OS threads.
 //!
 //! # Closing and nothing lost
 //!
@@ -27,15 +43,24 @@
 //! committed to it (possible when a foreign `select!` races it) gives the
 //! value back to the channel, ahead of everything else.
 
+pub mod broadcast;
 mod errors;
+mod iter;
 mod meeting;
+pub mod oneshot;
 mod ops;
 mod send_recv_futures;
 mod stream;
+pub mod watch;
+mod weak;
 
-pub use errors::{RecvError, SendError, SendTimeoutError, TryRecvError, TrySendError};
+pub use errors::{
+    RecvError, RecvTimeoutError, SendError, SendTimeoutError, TryRecvError, TrySendError,
+};
+pub use iter::{IntoIter, Iter, TryIter};
 pub use ops::{RecvOp, SendOp};
 pub use send_recv_futures::{Recv, Send};
+pub use weak::WeakSender;
 
 use crate::loom::Arc;
 use crate::op::{Op, Perform};
@@ -365,6 +390,62 @@ impl<T> Receiver<T> {
     /// ```
     pub fn recv_blocking(&self) -> Result<T, RecvError> {
         self.recv_op().perform()
+    }
+
+    /// Receives a value, waiting at most `d`: `Err(Timeout)` if none came
+    /// in time, `Err(Disconnected)` once every sender is gone and the
+    /// channel is empty. Cancel-safe, like [`recv`](Self::recv); on an OS
+    /// thread use [`recv_timeout_blocking`](Self::recv_timeout_blocking). In
+    /// a choice, use `fibra::time::timeout(rx.recv_op(), d)` (or an `after`
+    /// branch).
+    ///
+    /// ```
+    /// use fibra::RecvTimeoutError;
+    /// use std::time::Duration;
+    ///
+    /// # futures::executor::block_on(async {
+    /// let (tx, rx) = fibra::bounded(1);
+    /// let d = Duration::from_millis(5);
+    /// assert_eq!(rx.recv_timeout(d).await, Err(RecvTimeoutError::Timeout));
+    /// tx.send(1).await.unwrap();
+    /// assert_eq!(rx.recv_timeout(d).await, Ok(1));
+    /// # });
+    /// ```
+    pub async fn recv_timeout(&self, d: std::time::Duration) -> Result<T, RecvTimeoutError> {
+        match crate::time::timeout(self.recv_op(), d).await {
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(RecvError)) => Err(RecvTimeoutError::Disconnected),
+            Err(crate::time::Elapsed) => Err(RecvTimeoutError::Timeout),
+        }
+    }
+
+    /// Receives a value on an OS thread, parking it at most `d`
+    /// (crossbeam's `recv_timeout`); see [`recv_timeout`](Self::recv_timeout).
+    ///
+    /// # Panics
+    ///
+    /// On a fibra runtime worker thread; use [`recv_timeout`](Self::recv_timeout)
+    /// there.
+    ///
+    /// ```
+    /// use fibra::RecvTimeoutError;
+    /// use std::time::Duration;
+    ///
+    /// let (tx, rx) = fibra::channel();
+    /// let t = std::thread::spawn(move || tx.send_blocking("hi"));
+    /// assert_eq!(rx.recv_timeout_blocking(Duration::from_secs(10)), Ok("hi"));
+    /// t.join().unwrap().unwrap();
+    /// assert_eq!(
+    ///     rx.recv_timeout_blocking(Duration::from_millis(1)),
+    ///     Err(RecvTimeoutError::Disconnected)
+    /// );
+    /// ```
+    pub fn recv_timeout_blocking(&self, d: std::time::Duration) -> Result<T, RecvTimeoutError> {
+        match crate::time::timeout(self.recv_op(), d).perform() {
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(RecvError)) => Err(RecvTimeoutError::Disconnected),
+            Err(crate::time::Elapsed) => Err(RecvTimeoutError::Timeout),
+        }
     }
 
     /// Whether every sender is gone and nothing is left to receive.

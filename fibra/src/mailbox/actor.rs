@@ -82,7 +82,7 @@ where
     let (addr, mb) = make(None, true);
     let inner = addr.inner.clone();
     let fut = Actor {
-        fut: Some(Box::pin(body(mb))),
+        fut: Some(body(mb)),
         inner: Some(inner),
         on_end: None,
         waker_registered: false,
@@ -112,7 +112,7 @@ where
         supervised: true,
     };
     Actor {
-        fut: Some(Box::pin(body(mb))),
+        fut: Some(body(mb)),
         inner: Some(inner),
         on_end: Some(on_end),
         waker_registered: false,
@@ -157,9 +157,13 @@ impl<M> Addr<M> {
 }
 
 /// An actor's task: runs the body and reports how it ended.
+///
+/// Structurally pinned: `fut` is pinned whenever the `Actor` is, never
+/// moved out, and dropped in place (set to `None`) before the exit is
+/// reported.
 pub(crate) struct Actor<F, M> {
-    /// Boxed so it can be dropped in place before the exit is reported.
-    fut: Option<Pin<Box<F>>>,
+    /// The body; `None` once it ended.
+    fut: Option<F>,
     /// `None` once the exit is reported.
     inner: Option<Arc<Inner<M>>>,
     /// A supervised life: told of the end, which leaves the mailbox open.
@@ -170,9 +174,12 @@ pub(crate) struct Actor<F, M> {
 
 impl<F, M> Actor<F, M> {
     /// Closes the mailbox, then reports `exit`, after the body (and the
-    /// mailbox, if it still holds it) was dropped; then signals the links.
-    /// A supervised life leaves the mailbox open and tells its supervisor.
+    /// mailbox, if it still holds it) was dropped in place; then signals
+    /// the links. A supervised life leaves the mailbox open and tells its
+    /// supervisor.
     fn end(&mut self, exit: Exit) {
+        // Assigning drops the old value where it is: the pinned body is
+        // never moved.
         self.fut = None;
         if let Some(inner) = self.inner.take() {
             let supervised = self.on_end.is_some();
@@ -206,8 +213,11 @@ impl<F: Future, M> Future for Actor<F, M> {
     type Output = ();
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        // `Actor` is Unpin: the body is boxed.
-        let this = self.get_mut();
+        // SAFETY: nothing is moved out of `this`: `fut` is only polled
+        // through the pin below and dropped in place (`end`, and the
+        // assignment of `None` on a panic), and `Actor` has no `Unpin` impl
+        // of its own (it is `Unpin` only when `F` is).
+        let this = unsafe { self.get_unchecked_mut() };
         let (Some(fut), Some(inner)) = (this.fut.as_mut(), this.inner.as_ref()) else {
             return Poll::Ready(());
         };
@@ -215,13 +225,17 @@ impl<F: Future, M> Future for Actor<F, M> {
             this.end(exit);
             return Poll::Ready(());
         }
-        match catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(cx))) {
+        // SAFETY: `fut` lives in the pinned `Actor` and is never moved (see
+        // above).
+        let fut = unsafe { Pin::new_unchecked(fut) };
+        match catch_unwind(AssertUnwindSafe(|| fut.poll(cx))) {
             Ok(Poll::Pending) => {
                 // A fibra task's waker stays the same for its whole life:
                 // registering it once lets a kill wake the task whatever
                 // it waits for.
                 if !this.waker_registered {
                     this.waker_registered = true;
+                    let inner = this.inner.as_ref().expect("checked above");
                     if inner.register_task_waker(cx.waker()) {
                         let exit = inner.take_kill().unwrap_or(Exit::Killed);
                         this.end(exit);

@@ -10,7 +10,8 @@
 //! pattern: the first message the predicate accepts; the others stay, in
 //! their order). Every receive is also an op ([`Mailbox::recv_op`],
 //! [`Mailbox::recv_matching_op`]), so it composes with channels, timeouts and
-//! joins in a choice (Racket's `thread-receive-evt`).
+//! joins in a choice (Racket's `thread-receive-evt`). A mailbox is also a
+//! `futures_core::Stream` of its messages.
 //!
 //! [`spawn_actor`](crate::spawn_actor) starts a task that owns a new mailbox and returns its
 //! address; [`Addr::exited_op`] becomes ready when that task ends (Erlang's
@@ -100,10 +101,12 @@ mod ops;
 mod queue;
 mod recv;
 mod registry;
+mod stream;
 
 #[cfg(all(test, loom))]
 mod loom_models;
 
+pub use crate::chan::RecvTimeoutError;
 pub use actor::Exit;
 pub(crate) use actor::{OnEnd, actor, supervised_addr, supervised_life};
 pub use call::{Call, CallError, Reply, ReplyOp};
@@ -580,28 +583,6 @@ pub struct Mailbox<M> {
     supervised: bool,
 }
 
-/// Why [`Mailbox::recv_timeout`] returned no message.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RecvTimeoutError {
-    /// Nothing arrived in time.
-    Timeout,
-    /// The mailbox is empty and nobody can send to it any more.
-    Disconnected,
-}
-
-impl fmt::Display for RecvTimeoutError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            RecvTimeoutError::Timeout => f.write_str("timed out waiting for a message"),
-            RecvTimeoutError::Disconnected => {
-                f.write_str("the mailbox is empty and has no address left")
-            }
-        }
-    }
-}
-
-impl std::error::Error for RecvTimeoutError {}
-
 impl<M> Mailbox<M> {
     /// A new address of this mailbox (to hand out, or to send to itself).
     ///
@@ -916,6 +897,11 @@ impl<M> Mailbox<M> {
         unsafe { self.inner.queue.unpark() }
     }
 }
+
+// Nothing in a mailbox is ever pinned (its messages move in and out of the
+// stash freely), so pinning one promises nothing: its `Stream` impl takes
+// `Pin<&mut Self>` and uses it as `&mut Self`.
+impl<M> Unpin for Mailbox<M> {}
 
 impl<M> Drop for Mailbox<M> {
     fn drop(&mut self) {

@@ -30,13 +30,16 @@
 //! stuck in a long poll), `idle.rs` (searching and
 //! sleeping workers), `park.rs` (a worker's parker), `registry.rs` (every
 //! live task, for shutdown), `blocking.rs` (the pool for blocking calls),
-//! `join.rs` (`JoinHandle` and its op), `queue.rs` (the run queues'
+//! `join.rs` (`JoinHandle` and its op), `join_set.rs` (`JoinSet`),
+//! `local.rs` (`LocalSet` and `spawn_local`), `queue.rs` (the run queues'
 //! types: crossbeam's, or loom-visible stand-ins under `--cfg loom`).
 
 mod blocking;
 mod builder;
 mod idle;
 mod join;
+mod join_set;
+mod local;
 mod park;
 mod queue;
 mod registry;
@@ -51,6 +54,8 @@ pub use blocking::spawn_blocking;
 pub use builder::Builder;
 pub use join::JoinError;
 pub use join::{JoinHandle, JoinOp};
+pub use join_set::{JoinNextOp, JoinSet};
+pub use local::{LocalJoinHandle, LocalJoinOp, LocalSet, RunUntil, spawn_local};
 
 use crate::loom::{AtomicBool, AtomicPtr, Mutex, Ordering, fence, lock};
 use idle::Idle;
@@ -396,7 +401,9 @@ impl Runtime {
 
     /// Runs `future` to completion on the runtime and returns its output.
     /// The future runs as a task, so it hands off with the tasks it talks
-    /// to like any other.
+    /// to like any other; hence `Send + 'static`. On a current-thread
+    /// runtime, [`block_on_local`](Runtime::block_on_local) takes any
+    /// future (borrowing, `!Send`) and runs [`spawn_local`] tasks.
     ///
     /// # Panics
     ///
@@ -424,6 +431,117 @@ impl Runtime {
         }
     }
 
+    /// Runs `future` to completion on the calling thread and returns its
+    /// output, without asking it to be `Send` or `'static` (it may borrow
+    /// the caller's locals, hold an `Rc`, and use [`spawn_local`]).
+    ///
+    /// For the current-thread flavour, where the calling thread is the
+    /// runtime's worker: the future is polled there, in place, between the
+    /// runtime's tasks (which [`spawn`] reaches as usual), inside a
+    /// [`LocalSet`] of its own whose tasks run beside it; local tasks still
+    /// running when `future` finishes are dropped before this returns.
+    /// [`block_on`](Runtime::block_on) instead runs its future as a task,
+    /// which on the multi-thread flavour lets it hand off with the tasks it
+    /// talks to, and so needs `Send + 'static`.
+    ///
+    /// # Panics
+    ///
+    /// On a multi-thread runtime (its tasks move between workers, so the
+    /// calling thread is not one of them: use a
+    /// [`Builder::current_thread`] runtime, or
+    /// `fibra::block_on(local_set.run_until(future))` on an OS thread), on
+    /// a fibra worker thread, while another `block_on` runs on this
+    /// runtime, or if `future` panics.
+    ///
+    /// ```
+    /// use std::rc::Rc;
+    ///
+    /// let rt = fibra::Runtime::builder().current_thread().build().unwrap();
+    /// let name = String::from("borrowed"); // not 'static
+    /// let len = rt.block_on_local(async {
+    ///     let shared = Rc::new(name.len()); // not Send
+    ///     let task = fibra::spawn(async { 1 }); // an ordinary task
+    ///     let local = fibra::spawn_local({
+    ///         let shared = shared.clone();
+    ///         async move { *shared }
+    ///     });
+    ///     local.await.unwrap() + task.await.unwrap()
+    /// });
+    /// assert_eq!(len, 9);
+    /// ```
+    pub fn block_on_local<F: Future>(&self, future: F) -> F::Output {
+        if self.flavor != Flavor::CurrentThread {
+            panic!(
+                "Runtime::block_on_local needs a current-thread runtime \
+                 (`Builder::current_thread`): a multi-thread runtime's tasks move between \
+                 workers, and the calling thread is none of them. Use `Runtime::block_on` \
+                 for a Send future, or `fibra::block_on(local_set.run_until(future))` on a \
+                 thread of your own"
+            );
+        }
+        crate::op::check_blocking_allowed();
+        let slot = self.ct_local.as_ref().expect("current-thread runtime");
+        let local = lock(slot)
+            .take()
+            .expect("one `block_on` at a time on a current-thread runtime");
+        /// Gives the worker's queue back to the runtime for the next
+        /// `block_on`, also if the future panics.
+        struct GiveBack<'a> {
+            slot: &'a Mutex<Option<queue::Worker<TaskRef>>>,
+            ctx: Option<WorkerCtx>,
+        }
+        impl Drop for GiveBack<'_> {
+            fn drop(&mut self) {
+                if let Some(ctx) = self.ctx.take() {
+                    *lock(self.slot) = Some(ctx.into_local());
+                }
+            }
+        }
+        let worker = GiveBack {
+            slot,
+            ctx: Some(WorkerCtx::new(self.shared.clone(), 0, local)),
+        };
+        let ctx = worker.ctx.as_ref().expect("the worker's context");
+        let set = LocalSet::new();
+        let root_waker = Arc::new(RootWaker {
+            woken: AtomicBool::new(true),
+            shared: self.shared.clone(),
+        });
+        let waker = std::task::Waker::from(root_waker.clone());
+        let out = {
+            let mut root = std::pin::pin!(set.run_until(future));
+            ctx.enter(|| {
+                loop {
+                    // SeqCst: see `RootWaker::wake_by_ref`.
+                    if root_waker.woken.swap(false, Ordering::SeqCst) {
+                        crate::coop::reset();
+                        let mut cx = Context::from_waker(&waker);
+                        if let Poll::Ready(out) = root.as_mut().poll(&mut cx) {
+                            break Some(out);
+                        }
+                    }
+                    if self.shared.is_shutdown() {
+                        break None;
+                    }
+                    // Woken again during its own poll (a local task that
+                    // keeps yielding, an exhausted budget): the runtime's
+                    // tasks get a turn first, or a local task spinning
+                    // until one of them acts would starve it. The loop's
+                    // first look at `done` says no.
+                    let turn_first = std::cell::Cell::new(root_waker.woken.load(Ordering::SeqCst));
+                    ctx.run(|| {
+                        !turn_first.replace(false) && root_waker.woken.load(Ordering::SeqCst)
+                    });
+                }
+            })
+        };
+        // The local tasks left go now, still on this thread, as the
+        // runtime's worker.
+        ctx.enter(|| drop(set));
+        drop(worker);
+        out.expect("the runtime shut down during `block_on_local`")
+    }
+
     fn run_current_thread<T>(&self, mut handle: JoinHandle<T>) -> Result<T, JoinError> {
         crate::op::check_blocking_allowed();
         let slot = self.ct_local.as_ref().expect("current-thread runtime");
@@ -437,6 +555,32 @@ impl Runtime {
         match Pin::new(&mut handle).poll(&mut Context::from_waker(waker)) {
             Poll::Ready(out) => out,
             Poll::Pending => unreachable!("main task finished"),
+        }
+    }
+}
+
+/// The waker of `block_on_local`'s future: marks it woken and, from
+/// another thread, wakes the worker (the calling thread) if it sleeps.
+struct RootWaker {
+    woken: AtomicBool,
+    shared: Arc<Shared>,
+}
+
+impl std::task::Wake for RootWaker {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        // SeqCst store, then `notify_idle`'s SeqCst fence and loads: the
+        // idle protocol's Dekker pattern (`idle.rs`), with this flag as the
+        // pushed work: either a sleeping worker is found and woken, or the
+        // worker's final look after registering as a sleeper sees the flag
+        // (its `done`).
+        self.woken.store(true, Ordering::SeqCst);
+        let here = with_current(|c| c.is_some_and(|c| Arc::ptr_eq(&c.shared, &self.shared)));
+        if !here {
+            self.shared.notify_idle();
         }
     }
 }
@@ -623,7 +767,9 @@ where
 
 /// Runs `future` on a new multi-thread runtime with default settings and
 /// returns its output: the entry point for programs that need no
-/// configuration.
+/// configuration. The future runs as a task (`Send + 'static`); for one
+/// that is not `Send`, use a current-thread runtime's
+/// [`block_on_local`](Runtime::block_on_local).
 ///
 /// # Panics
 ///
@@ -670,6 +816,8 @@ pub async fn yield_now() {
     YieldNow(false).await;
 }
 
+#[cfg(all(test, loom))]
+mod loom_local;
 #[cfg(all(test, loom))]
 mod loom_models;
 #[cfg(all(test, loom))]

@@ -1,4 +1,5 @@
-//! Time as ops: [`after`], [`at`], [`sleep`] and [`timeout`].
+//! Time as ops: [`after`], [`at`], [`sleep`], [`timeout`] and periodic
+//! ticks ([`interval`]).
 //!
 //! Time ops are first-class: use them in any choice, with the same
 //! cancellation guarantees as channel ops. They work everywhere — fibra's
@@ -20,7 +21,10 @@
 //! assert_eq!(got, None);
 //! ```
 
+mod interval;
 mod wheel;
+
+pub use interval::{Interval, MissedTickBehavior, TickOp, interval, interval_at};
 
 use crate::op::{BlockCx, Choose, Op, Perform, Wrap, choose_biased, sealed::Sealed};
 use std::fmt;
