@@ -98,7 +98,7 @@ fn a_reply_a_death_and_a_timeout_meet_in_one_select() {
     rt().block_on(async {
         // The reply wins.
         let s = server();
-        let call = s.request(|r| Req::Later(7, r)).unwrap();
+        let mut call = s.request(|r| Req::Later(7, r)).unwrap();
         let e = select! {
             r = call.reply_op() => Event::Reply(r),
             x = s.exited_op() => Event::Died(x),
@@ -108,7 +108,7 @@ fn a_reply_a_death_and_a_timeout_meet_in_one_select() {
 
         // The timeout wins: the reply op loses and is withdrawn, and the
         // reply then waits for a later receive.
-        let call = s.request(|r| Req::Later(8, r)).unwrap();
+        let mut call = s.request(|r| Req::Later(8, r)).unwrap();
         let e = select! {
             r = call.reply_op() => Event::Reply(r),
             x = s.exited_op() => Event::Died(x),
@@ -124,7 +124,7 @@ fn a_reply_a_death_and_a_timeout_meet_in_one_select() {
             let _held = mb.recv().await;
             std::future::pending::<()>().await;
         });
-        let call = stuck.request(|r| r).unwrap();
+        let mut call = stuck.request(|r| r).unwrap();
         fibra::time::sleep(Duration::from_millis(5)).await;
         stuck.kill();
         let e = select! {

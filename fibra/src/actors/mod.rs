@@ -20,7 +20,7 @@
 //!         drop(reply);
 //!         panic!("lost my train of thought");
 //!     });
-//!     let call = flaky.request(|reply| reply).unwrap();
+//!     let mut call = flaky.request(|reply| reply).unwrap();
 //!     let outcome = select! {
 //!         r = call.reply_op() => format!("reply: {r:?}"),
 //!         e = flaky.exited_op() => format!("died: {e}"),

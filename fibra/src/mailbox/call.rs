@@ -1,14 +1,15 @@
 //! Request/reply (Erlang's `gen_server:call`): a message carrying a
 //! one-shot reply slot, and waiting for the reply as an op.
 //!
-//! The slot is a one-place channel: the [`Reply`] holds its only sender,
-//! the [`Call`] its receiver. The reply is a non-blocking send into the
-//! empty place; a `Reply` dropped unsent (the actor ended, or forgot)
-//! disconnects the channel, which the caller's receive reports as
-//! [`CallError::NoReply`] — the caller never waits for an actor that died.
+//! The slot is a [`oneshot`](crate::oneshot) channel: the [`Reply`] holds
+//! its sender, the [`Call`] its receiver. The reply never waits; a `Reply`
+//! dropped unsent (the actor ended, or forgot) makes the caller's receive
+//! fail, reported as [`CallError::NoReply`] — the caller never waits for an
+//! actor that died.
 
 use super::Addr;
-use crate::chan::{Receiver, RecvError, RecvOp, Sender, TryRecvError, TrySendError, bounded};
+use crate::chan::oneshot::{self, Receiver, RecvOp, Sender};
+use crate::chan::{RecvError, TryRecvError};
 use crate::op::{Op, Wrap};
 use std::fmt;
 use std::time::Duration;
@@ -34,12 +35,12 @@ impl<T> Reply<T> {
     /// # });
     /// ```
     pub fn send(self, value: T) -> Result<(), T> {
-        self.tx.try_send(value).map_err(TrySendError::into_inner)
+        self.tx.send(value)
     }
 
     /// Whether the caller has stopped waiting (a reply would be handed back).
     pub fn is_abandoned(&self) -> bool {
-        self.tx.is_disconnected()
+        self.tx.is_closed()
     }
 }
 
@@ -104,7 +105,7 @@ impl<T> Call<T> {
     ///         let _req: fibra::Reply<u32> = mb.recv().await.unwrap();
     ///         panic!("no answer for you");
     ///     });
-    ///     let call = worker.request(|reply| reply).unwrap();
+    ///     let mut call = worker.request(|reply| reply).unwrap();
     ///     select! {
     ///         r = call.reply_op() => assert_eq!(r, Err(CallError::NoReply)),
     ///         () = after(Duration::from_secs(5)) => panic!("the death must end the wait"),
@@ -112,12 +113,12 @@ impl<T> Call<T> {
     ///     assert!(matches!(worker.exited().await, Exit::Panicked(_)));
     /// });
     /// ```
-    pub fn reply_op(&self) -> ReplyOp<'_, T> {
+    pub fn reply_op(&mut self) -> ReplyOp<'_, T> {
         self.rx.recv_op().wrap(no_reply)
     }
 
     /// Waits for the reply.
-    pub async fn reply(self) -> Result<T, CallError> {
+    pub async fn reply(mut self) -> Result<T, CallError> {
         self.reply_op().await
     }
 
@@ -134,7 +135,7 @@ impl<T> Call<T> {
     /// assert_eq!(call.reply_timeout(t).await, Err(CallError::Timeout));
     /// # });
     /// ```
-    pub async fn reply_timeout(self, timeout: Duration) -> Result<T, CallError> {
+    pub async fn reply_timeout(mut self, timeout: Duration) -> Result<T, CallError> {
         match crate::time::timeout(self.reply_op(), timeout).await {
             Ok(r) => r,
             Err(_) => Err(CallError::Timeout),
@@ -142,7 +143,7 @@ impl<T> Call<T> {
     }
 
     /// The reply, if it came.
-    pub fn try_reply(&self) -> Option<Result<T, CallError>> {
+    pub fn try_reply(&mut self) -> Option<Result<T, CallError>> {
         match self.rx.try_recv() {
             Ok(v) => Some(Ok(v)),
             Err(TryRecvError::Empty) => None,
@@ -191,7 +192,7 @@ impl<M> Addr<M> {
     /// });
     /// ```
     pub fn request<T>(&self, make: impl FnOnce(Reply<T>) -> M) -> Result<Call<T>, CallError> {
-        let (tx, rx) = bounded(1);
+        let (tx, rx) = oneshot::channel();
         match self.send(make(Reply { tx })) {
             Ok(()) => Ok(Call { rx }),
             Err(_) => Err(CallError::NotDelivered),
@@ -207,9 +208,8 @@ impl<M> Addr<M> {
     /// use std::time::Duration;
     ///
     /// fibra::run(async {
-    ///     let doubler = fibra::spawn_actor(|mut mb| async move {
+    ///     let doubler = fibra::spawn_actor(|mut mb: fibra::Mailbox<(u32, Reply<u32>)>| async move {
     ///         while let Some((n, reply)) = mb.recv().await {
-    ///             let reply: Reply<u32> = reply;
     ///             let _ = reply.send(2 * n);
     ///         }
     ///     });
