@@ -17,16 +17,23 @@
 %% message it takes with an ack (chain), or asks for every value it takes
 %% (fan-out), so each hop costs two messages. Ping-pong needs no emulation:
 %% each ping already waits for its pong.
+%%
+%% The `remote` workloads run between two Erlang nodes (see "Distribution"
+%% below); their runs are timed on the sending node.
 -module(fibra_bench).
 -export([main/1]).
+%% Called on the nodes of the remote workloads (through peer:call/5).
+-export([remote_host/0, remote_ping_pong/2, remote_throughput/2]).
 
 main([Workload | Args]) ->
     Status =
         try
             Params = [parse_param(A) || A <- Args],
             Runs = param(runs, Params),
-            Run = workload(Workload, Params),
-            measure(Runs, Run),
+            case remote_workload(Workload, Params) of
+                {ok, Fun, Arg} -> remote(Runs, Fun, Arg);
+                none -> measure(Runs, workload(Workload, Params))
+            end,
             0
         catch
             Class:Reason:Stack ->
@@ -506,3 +513,181 @@ fib_actor(N, Parent) ->
     spawn(fun() -> fib_actor(N - 1, Me) end),
     spawn(fun() -> fib_actor(N - 2, Me) end),
     receive {fib, A} -> receive {fib, B} -> Parent ! {fib, A + B} end end.
+
+%% ---------------------------------------------------------------------
+%% Distribution: the `remote` group.
+%%
+%% Two Erlang nodes on this machine talk over loopback TCP with Erlang's
+%% own distribution protocol: `{Name, Node} ! Msg`. This program (not a
+%% distributed node itself) starts a private epmd on a free loopback port,
+%% then two nodes with the `peer` module (`-sname
+%% fibra_bench_{a,b}_<pid>@localhost`, so no DNS is needed; ERL_EPMD_PORT
+%% points them at the private epmd), and controls them over their standard
+%% input and output (peer's `standard_io` connection). Node b hosts the
+%% registered processes `pong` and `sink`; node a runs and times every run
+%% and returns {Seconds, Result}. At the end both nodes are stopped and the
+%% epmd is killed, whether the runs succeeded or not.
+
+%% The remote workloads: which function node a runs, with what.
+remote_workload("remote-ping-pong", Params) ->
+    {ok, remote_ping_pong, param(round_trips, Params)};
+remote_workload("remote-throughput", Params) ->
+    {ok, remote_throughput, param(messages, Params)};
+remote_workload(_, _) ->
+    none.
+
+remote(Runs, Fun, Arg) ->
+    Port = free_port(),
+    Epmd = start_epmd(Port),
+    try
+        Env = [{"ERL_EPMD_PORT", integer_to_list(Port)}],
+        Args = ["-pa", filename:dirname(code:which(?MODULE))],
+        Id = os:getpid(),
+        Start = fun(Tag) ->
+                        {ok, Peer, Node} =
+                            peer:start_link(#{name => list_to_atom("fibra_bench_" ++ Tag ++ "_" ++ Id),
+                                              host => "localhost",
+                                              connection => standard_io,
+                                              env => Env,
+                                              args => Args}),
+                        {Peer, Node}
+                end,
+        {A, _} = Start("a"),
+        {B, NodeB} = Start("b"),
+        try
+            ok = peer:call(B, ?MODULE, remote_host, []),
+            lists:foreach(
+              fun(I) ->
+                      {Seconds, Result} = peer:call(A, ?MODULE, Fun, [NodeB, Arg], infinity),
+                      io:format("{\"warmup\":~s,\"seconds\":~.9f,\"result\":~B}~n",
+                                [I =:= 0, Seconds, Result])
+              end,
+              lists:seq(0, Runs))
+        after
+            catch peer:stop(A),
+            catch peer:stop(B)
+        end
+    after
+        stop_epmd(Epmd, Port)
+    end.
+
+%% A loopback port that was free a moment ago.
+free_port() ->
+    {ok, Listen} = gen_tcp:listen(0, [{ip, {127, 0, 0, 1}}]),
+    {ok, Port} = inet:port(Listen),
+    ok = gen_tcp:close(Listen),
+    Port.
+
+%% Runs `epmd -port Port` in the foreground as a port program of this VM and
+%% waits until it answers.
+start_epmd(Port) ->
+    Exe = case os:find_executable("epmd") of
+              false -> error(epmd_not_found);
+              Found -> Found
+          end,
+    P = integer_to_list(Port),
+    Epmd = open_port({spawn_executable, Exe},
+                     %% -relaxed_command_check: `epmd -kill` works even if a
+                     %% node that is shutting down is still registered.
+                     [{args, ["-port", P, "-address", "127.0.0.1",
+                              "-relaxed_command_check"]}, exit_status,
+                      %% Its log lines (e.g. at -kill) are not ours to print.
+                      stderr_to_stdout]),
+    wait_epmd(Exe, P, 250),
+    Epmd.
+
+wait_epmd(_, P, 0) ->
+    error({epmd_did_not_start, list_to_integer(P)});
+wait_epmd(Exe, P, Tries) ->
+    case os:cmd(Exe ++ " -port " ++ P ++ " -names") of
+        "epmd: up" ++ _ -> ok;
+        _ -> timer:sleep(20), wait_epmd(Exe, P, Tries - 1)
+    end.
+
+%% `epmd -kill`, then wait for it to exit (asking again every 100 ms, for
+%% up to 5 s).
+stop_epmd(Epmd, Port) ->
+    Exe = os:find_executable("epmd"),
+    stop_epmd(Epmd, Exe ++ " -port " ++ integer_to_list(Port) ++ " -kill", Port, 50).
+
+stop_epmd(_, _, Port, 0) ->
+    io:format(standard_error, "fibra_bench: epmd on port ~B did not exit~n", [Port]);
+stop_epmd(Epmd, Kill, Port, Tries) ->
+    _ = os:cmd(Kill),
+    receive
+        {Epmd, {exit_status, _}} -> ok
+    after 100 ->
+            stop_epmd(Epmd, Kill, Port, Tries - 1)
+    end.
+
+%% On node b: the registered processes `pong` (answers {ping, From, V} with
+%% {pong, V + 1}) and `sink` (counts and sums integers; {count, From} gets
+%% {count, Count, Sum} and starts over). They outlive the call.
+remote_host() ->
+    Self = self(),
+    spawn(fun() ->
+                  register(pong, self()),
+                  register(sink, spawn(fun() -> sink(0, 0) end)),
+                  Self ! registered,
+                  pong()
+          end),
+    receive registered -> ok end.
+
+pong() ->
+    receive
+        {ping, From, V} ->
+            From ! {pong, V + 1},
+            pong()
+    end.
+
+sink(Count, Sum) ->
+    receive
+        {count, From} ->
+            From ! {count, Count, Sum},
+            sink(0, 0);
+        I ->
+            sink(Count + 1, Sum + I)
+    end.
+
+%% On node a: RoundTrips round trips to `pong` on NodeB, one after another.
+%% Result: the sum of the replies (1 + 2 + ... + RoundTrips).
+remote_ping_pong(NodeB, RoundTrips) ->
+    timed(fun() -> remote_pings({pong, NodeB}, 0, RoundTrips, 0) end).
+
+remote_pings(To, I, N, Sum) when I < N ->
+    To ! {ping, self(), I},
+    receive
+        {pong, V} -> remote_pings(To, I + 1, N, Sum + V)
+    end;
+remote_pings(_, _, _, Sum) ->
+    Sum.
+
+%% On node a: Messages integers 0..Messages-1 to `sink` on NodeB, then
+%% {count, self()}; timed until the count comes back. Result: how many the
+%% sink counted (their sum is checked too).
+remote_throughput(NodeB, Messages) ->
+    To = {sink, NodeB},
+    timed(fun() ->
+                  remote_casts(To, 0, Messages),
+                  To ! {count, self()},
+                  receive
+                      {count, Count, Sum} ->
+                          Expected = Messages * (Messages - 1) div 2,
+                          case Sum of
+                              Expected -> Count;
+                              _ -> error({wrong_sum, Sum, Expected})
+                          end
+                  end
+          end).
+
+remote_casts(_, N, N) ->
+    ok;
+remote_casts(To, I, N) ->
+    To ! I,
+    remote_casts(To, I + 1, N).
+
+timed(Run) ->
+    Start = erlang:monotonic_time(),
+    Result = Run(),
+    Elapsed = erlang:monotonic_time() - Start,
+    {erlang:convert_time_unit(Elapsed, native, nanosecond) / 1.0e9, Result}.

@@ -36,6 +36,13 @@ pub enum System {
     TokioMt,
     /// flume's async API on a 2-worker tokio multi-thread runtime.
     FlumeTokioMt,
+    /// [`Self::TokioCt`] with mimalloc as the global allocator (in the
+    /// `fibra-bench-mimalloc` executable), as production tokio users often
+    /// run it: fibra's tasks come from its own per-worker slabs, tokio's from
+    /// the global allocator, so glibc's malloc alone would tilt a ratio.
+    TokioCtMimalloc,
+    /// [`Self::TokioMt`] with mimalloc as the global allocator.
+    TokioMtMimalloc,
     /// Goroutines and Go channels (a separate program, see `go/`).
     Go,
     /// Erlang/OTP processes and message passing (a separate program, see
@@ -70,6 +77,8 @@ impl System {
             Self::FlumeTokioCt => "flume-tokio-ct",
             Self::TokioMt => "tokio-mt",
             Self::FlumeTokioMt => "flume-tokio-mt",
+            Self::TokioCtMimalloc => "tokio-ct-mimalloc",
+            Self::TokioMtMimalloc => "tokio-mt-mimalloc",
             Self::Go => "go",
             Self::Erlang => "erlang",
             Self::Erlang1 => "erlang-1",
@@ -110,9 +119,13 @@ impl System {
             Self::Erlang | Self::Racket => &[Self::Fibra],
             // One scheduler against one worker.
             Self::Erlang1 => &[Self::Fibra1],
-            Self::TokioCt | Self::FlumeTokioCt => &[Self::FibraTokioCt, Self::FibraCt],
+            Self::TokioCt | Self::FlumeTokioCt | Self::TokioCtMimalloc => {
+                &[Self::FibraTokioCt, Self::FibraCt]
+            }
             Self::TokioCtOneshot | Self::Floor => &[Self::FibraCt],
-            Self::TokioMt | Self::FlumeTokioMt => &[Self::FibraTokioMt, Self::Fibra],
+            Self::TokioMt | Self::FlumeTokioMt | Self::TokioMtMimalloc => {
+                &[Self::FibraTokioMt, Self::Fibra]
+            }
             Self::Fibra
             | Self::Fibra1
             | Self::FibraCt
@@ -129,6 +142,35 @@ impl System {
     /// first (one scheduler against one worker).
     pub const fn vs_best_fibra(self) -> bool {
         matches!(self, Self::Go | Self::Erlang | Self::Erlang1 | Self::Racket)
+    }
+
+    /// The global allocator the row runs with (in-process rows; an external
+    /// program has its own).
+    pub const fn allocator(self) -> Allocator {
+        match self {
+            Self::TokioCtMimalloc | Self::TokioMtMimalloc => Allocator::Mimalloc,
+            _ => Allocator::System,
+        }
+    }
+}
+
+/// A global allocator, fixed per executable: `fibra-bench` has the
+/// system's, `fibra-bench-mimalloc` mimalloc.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Allocator {
+    /// The system's allocator (glibc's malloc on Linux).
+    System,
+    /// mimalloc.
+    Mimalloc,
+}
+
+impl Allocator {
+    /// `system` or `mimalloc`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::System => "system",
+            Self::Mimalloc => "mimalloc",
+        }
     }
 }
 

@@ -22,6 +22,7 @@ mod langs;
 mod mailboxes;
 mod percentiles;
 mod ping_pong;
+pub mod remote;
 mod select;
 mod sieve;
 mod spawn_join;
@@ -67,6 +68,7 @@ pub fn all(config: &Config) -> Vec<Case> {
         timers::cases(config),
         wake_latency::cases(config),
         actors::cases(config),
+        remote::cases(config),
     ]
     .into_iter()
     .flatten()
@@ -134,6 +136,7 @@ const CATALOGUE: &[(&str, &[&str])] = &[
         "general",
         &["spawn-join", "idle-memory", "timers", "wake-latency"],
     ),
+    ("remote", &["remote-ping-pong", "remote-throughput"]),
 ];
 
 /// Every group of docs/benchmarks.md, in catalogue order.
@@ -224,6 +227,13 @@ mod tests {
             for system in ["fibra", "fibra-1", "fibra-ct", "tokio-ct", "tokio-mt", "go"] {
                 assert!(systems.contains(&system), "{workload}: no {system} row");
             }
+            // The workloads that spawn or allocate per message (those of
+            // `task_rows`) also run tokio with mimalloc.
+            if group == "fibers" || workload == "spawn-join" {
+                for system in ["tokio-ct-mimalloc", "tokio-mt-mimalloc"] {
+                    assert!(systems.contains(&system), "{workload}: no {system} row");
+                }
+            }
         }
     }
 
@@ -235,6 +245,12 @@ mod tests {
             ("fibers", "ping-pong", 3),
             ("fibers", "fan-out", 2),
             ("general", "spawn-join", 1),
+        ];
+        // Erlang also runs the `remote` group (distribution between two
+        // nodes); Racket does not.
+        let remote: &[(&str, &str, usize)] = &[
+            ("remote", "remote-ping-pong", 1),
+            ("remote", "remote-throughput", 1),
         ];
         // The `racket` group: Racket runs all ten workloads; Erlang, which
         // has mailboxes but no semaphores or channels, three.
@@ -261,10 +277,15 @@ mod tests {
                     ("savina", "fib", 1),
                 ],
             };
+            let remote = match system {
+                System::Erlang => remote,
+                _ => &[],
+            };
             let expected = expected
                 .into_iter()
                 .chain(in_group.iter().map(|&w| ("racket", w, 1)))
-                .chain(actor_rows.iter().copied());
+                .chain(actor_rows.iter().copied())
+                .chain(remote.iter().copied());
             let mut total = 0;
             for (group, workload, count) in expected {
                 let n = rows

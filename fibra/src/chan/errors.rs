@@ -179,6 +179,19 @@ impl From<RecvError> for TryRecvError {
 
 /// Why [`Sender::send_timeout`](crate::Sender::send_timeout) did not send;
 /// the value is returned either way.
+///
+/// ```
+/// use fibra::SendTimeoutError;
+/// use std::time::Duration;
+///
+/// let (tx, rx) = fibra::bounded::<u8>(1);
+/// tx.try_send(1).unwrap(); // full now
+/// let err = tx.send_timeout_blocking(2, Duration::from_millis(1)).unwrap_err();
+/// assert!(matches!(err, SendTimeoutError::Timeout(2)));
+/// drop(rx);
+/// let err = tx.send_timeout_blocking(3, Duration::from_millis(1)).unwrap_err();
+/// assert!(matches!(err, SendTimeoutError::Disconnected(3)));
+/// ```
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum SendTimeoutError<T> {
     /// No receiver took the value (or no room opened) in time.

@@ -122,6 +122,17 @@ fn with_capacity<T>(cap: usize) -> (Sender<T>, Receiver<T>) {
 
 /// The sending side of a channel. Clone it to send from several places; the
 /// channel closes for receivers when the last clone is dropped.
+///
+/// ```
+/// let (tx, rx) = fibra::unbounded::<u32>();
+/// let tx2 = tx.clone();
+/// std::thread::spawn(move || tx2.send_blocking(1).unwrap()).join().unwrap();
+/// tx.send_blocking(2).unwrap();
+/// drop(tx); // the last sender: receivers drain, then see the close
+/// let mut got: Vec<u32> = std::iter::from_fn(|| rx.recv_blocking().ok()).collect();
+/// got.sort();
+/// assert_eq!(got, [1, 2]);
+/// ```
 pub struct Sender<T> {
     chan: Arc<Chan<T>>,
     /// The send in flight for the `Sink` impl.
@@ -131,6 +142,17 @@ pub struct Sender<T> {
 /// The receiving side of a channel. Clone it to receive from several places
 /// (each value goes to exactly one receiver); sends fail once the last clone
 /// is dropped.
+///
+/// ```
+/// let (tx, rx) = fibra::bounded::<u32>(4);
+/// let rx2 = rx.clone(); // each value goes to one receiver
+/// tx.try_send(1).unwrap();
+/// tx.try_send(2).unwrap();
+/// assert_eq!(rx.try_recv(), Ok(1));
+/// assert_eq!(rx2.try_recv(), Ok(2));
+/// drop((rx, rx2)); // the last receiver: sends fail and hand the value back
+/// assert_eq!(tx.try_send(3).unwrap_err().into_inner(), 3);
+/// ```
 pub struct Receiver<T> {
     chan: Arc<Chan<T>>,
     /// The receive in flight for the `Stream` impl.

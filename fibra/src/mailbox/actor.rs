@@ -9,6 +9,23 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 /// How a mailbox's task ended: what [`Addr::exited_op`] yields.
+///
+/// ```
+/// use fibra::Exit;
+///
+/// fibra::run(async {
+///     let done = fibra::spawn_actor(|mut mb| async move { mb.recv().await });
+///     done.send(()).unwrap();
+///     assert_eq!(done.exited().await, Exit::Normal);
+///
+///     let crashed = fibra::spawn_actor(|_mb: fibra::Mailbox<()>| async { panic!("boom") });
+///     assert!(matches!(crashed.exited().await, Exit::Panicked(m) if m.contains("boom")));
+///
+///     let (addr, mb) = fibra::mailbox::<()>();
+///     drop(mb); // not a task's mailbox: closing it is its end
+///     assert_eq!(addr.exited().await, Exit::Closed);
+/// });
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Exit {

@@ -279,6 +279,19 @@ fn make<M>(capacity: Option<usize>, is_task: bool) -> (Addr<M>, Mailbox<M>) {
 /// the mailbox's life. `Eq` and `Hash` use only that identity, which never
 /// changes, so addresses are sound map keys (clippy's `mutable_key_type`
 /// lint cannot see that and may be allowed for them).
+///
+/// ```
+/// use std::collections::HashSet;
+///
+/// let (addr, mut mb) = fibra::mailbox::<&str>();
+/// let copy = addr.clone();
+/// assert_eq!(addr, copy); // the same mailbox
+/// let mut known = HashSet::new();
+/// known.insert(addr.clone());
+/// assert!(known.contains(&copy));
+/// std::thread::spawn(move || copy.send("from a thread").unwrap()).join().unwrap();
+/// assert_eq!(mb.try_recv(), Ok("from a thread"));
+/// ```
 pub struct Addr<M> {
     inner: Arc<Inner<M>>,
 }
@@ -330,6 +343,13 @@ impl<M> Addr<M> {
     }
 
     /// Whether the mailbox is closed: sends fail from now on.
+    ///
+    /// ```
+    /// let (addr, mb) = fibra::mailbox::<u8>();
+    /// assert!(!addr.is_closed());
+    /// drop(mb);
+    /// assert!(addr.is_closed());
+    /// ```
     pub fn is_closed(&self) -> bool {
         self.inner.is_closed()
     }
@@ -358,11 +378,28 @@ impl<M> Addr<M> {
     }
 
     /// Waits until the mailbox's task ends; see [`exited_op`](Self::exited_op).
+    ///
+    /// ```
+    /// fibra::run(async {
+    ///     let addr = fibra::spawn_actor(|mut mb: fibra::Mailbox<u8>| async move {
+    ///         mb.recv().await;
+    ///     });
+    ///     addr.send(1).unwrap();
+    ///     assert_eq!(addr.exited().await, fibra::Exit::Normal);
+    /// });
+    /// ```
     pub async fn exited(&self) -> Exit {
         self.exited_op().await
     }
 
     /// How the mailbox's task ended, if it did.
+    ///
+    /// ```
+    /// let (addr, mb) = fibra::mailbox::<u8>();
+    /// assert_eq!(addr.try_exited(), None);
+    /// drop(mb);
+    /// assert_eq!(addr.try_exited(), Some(fibra::Exit::Closed));
+    /// ```
     pub fn try_exited(&self) -> Option<Exit> {
         self.inner.exit.try_get()
     }
@@ -532,6 +569,17 @@ impl<M> fmt::Display for Addr<M> {
 
 /// Watches how a mailbox's task ends, without keeping the mailbox open:
 /// made by [`Addr::monitor`].
+///
+/// ```
+/// fibra::run(async {
+///     let addr = fibra::spawn_actor(|mut mb: fibra::Mailbox<u8>| async move {
+///         while mb.recv().await.is_some() {}
+///     });
+///     let monitor: fibra::Monitor = addr.monitor();
+///     drop(addr); // a monitor does not keep the actor's mailbox open
+///     assert_eq!(monitor.exited().await, fibra::Exit::Normal);
+/// });
+/// ```
 #[derive(Clone)]
 pub struct Monitor {
     exit: Arc<IVar<Exit>>,
@@ -539,16 +587,43 @@ pub struct Monitor {
 
 impl Monitor {
     /// The op that becomes ready when the task ends; see [`Addr::exited_op`].
+    ///
+    /// ```
+    /// use fibra::{Op, always, choose_biased};
+    ///
+    /// let (addr, mb) = fibra::mailbox::<u8>();
+    /// let monitor = addr.monitor();
+    /// let now = || choose_biased((monitor.exited_op().wrap(Some), always(None))).perform();
+    /// assert_eq!(now(), None); // still open
+    /// drop(mb);
+    /// assert_eq!(now(), Some(fibra::Exit::Closed));
+    /// ```
     pub fn exited_op(&self) -> crate::sync::GetOp<'_, Exit> {
         self.exit.get_op()
     }
 
     /// Waits until the task ends.
+    ///
+    /// ```
+    /// let (addr, mb) = fibra::mailbox::<u8>();
+    /// let monitor = addr.monitor();
+    /// drop(mb);
+    /// let exit = futures::executor::block_on(monitor.exited());
+    /// assert_eq!(exit, fibra::Exit::Closed);
+    /// ```
     pub async fn exited(&self) -> Exit {
         self.exited_op().await
     }
 
     /// How the task ended, if it did.
+    ///
+    /// ```
+    /// let (addr, mb) = fibra::mailbox::<u8>();
+    /// let monitor = addr.monitor();
+    /// assert_eq!(monitor.try_exited(), None);
+    /// drop(mb);
+    /// assert_eq!(monitor.try_exited(), Some(fibra::Exit::Closed));
+    /// ```
     pub fn try_exited(&self) -> Option<Exit> {
         self.exit.try_get()
     }
@@ -569,6 +644,20 @@ impl fmt::Debug for Monitor {
 /// order, for later receives. Dropping the mailbox closes it: later sends
 /// fail and hand their message back, and the messages still inside are
 /// dropped (as in Erlang when a process ends).
+///
+/// ```
+/// fibra::run(async {
+///     let (addr, mut mb) = fibra::mailbox::<String>();
+///     addr.send("one".into()).unwrap();
+///     addr.send("two".into()).unwrap();
+///     drop(addr); // no address left: receives drain, then return None
+///     let mut got = Vec::new();
+///     while let Some(m) = mb.recv().await {
+///         got.push(m);
+///     }
+///     assert_eq!(got, ["one", "two"]);
+/// });
+/// ```
 pub struct Mailbox<M> {
     inner: Arc<Inner<M>>,
     /// Messages taken out of the queue but not yet received: skipped by a
@@ -711,11 +800,29 @@ impl<M> Mailbox<M> {
     /// # Panics
     ///
     /// On a fibra worker thread (use `.await` there).
+    ///
+    /// ```
+    /// let (addr, mut mb) = fibra::mailbox::<u32>();
+    /// std::thread::spawn(move || addr.send(7).unwrap());
+    /// assert_eq!(mb.recv_blocking(), Some(7));
+    /// assert_eq!(mb.recv_blocking(), None); // the thread's address is gone
+    /// ```
     pub fn recv_blocking(&mut self) -> Option<M> {
         self.recv_op().perform()
     }
 
     /// Takes the next message if there is one now.
+    ///
+    /// ```
+    /// use fibra::TryRecvError;
+    ///
+    /// let (addr, mut mb) = fibra::mailbox::<u32>();
+    /// assert_eq!(mb.try_recv(), Err(TryRecvError::Empty));
+    /// addr.send(1).unwrap();
+    /// assert_eq!(mb.try_recv(), Ok(1));
+    /// drop(addr);
+    /// assert_eq!(mb.try_recv(), Err(TryRecvError::Disconnected));
+    /// ```
     pub fn try_recv(&mut self) -> Result<M, TryRecvError> {
         match self.take_delivered() {
             Some(m) => Ok(m),
@@ -794,11 +901,33 @@ impl<M> Mailbox<M> {
     }
 
     /// The op of a selective receive: see [`recv_matching`](Self::recv_matching).
+    ///
+    /// ```
+    /// use fibra::{Op, always, choose_biased};
+    ///
+    /// let (addr, mut mb) = fibra::mailbox();
+    /// for m in [1, 10, 2, 20] {
+    ///     addr.send(m).unwrap();
+    /// }
+    /// let big = choose_biased((mb.recv_matching_op(|&m| m >= 10), always(None))).perform();
+    /// assert_eq!(big, Some(10));
+    /// assert_eq!(mb.try_recv(), Ok(1)); // skipped messages stay, in order
+    /// ```
     pub fn recv_matching_op<P: FnMut(&M) -> bool>(&mut self, pred: P) -> RecvMatchingOp<'_, M, P> {
         RecvMatchingOp::new(self, pred)
     }
 
     /// Takes the first message that `pred` accepts, if there is one now.
+    ///
+    /// ```
+    /// let (addr, mut mb) = fibra::mailbox();
+    /// for m in ["a", "b", "c"] {
+    ///     addr.send(m).unwrap();
+    /// }
+    /// assert_eq!(mb.try_recv_matching(|m| *m == "b"), Some("b"));
+    /// assert_eq!(mb.try_recv_matching(|m| *m == "z"), None);
+    /// assert_eq!(mb.try_recv(), Ok("a"));
+    /// ```
     pub fn try_recv_matching(&mut self, mut pred: impl FnMut(&M) -> bool) -> Option<M> {
         let mut seen = 0;
         let i = self.find_matching(&mut seen, &mut pred)?;
@@ -807,18 +936,40 @@ impl<M> Mailbox<M> {
     }
 
     /// Messages waiting now (a snapshot; senders may be adding more).
+    ///
+    /// ```
+    /// let (addr, mut mb) = fibra::mailbox();
+    /// addr.send(1).unwrap();
+    /// addr.send(2).unwrap();
+    /// assert_eq!(mb.len(), 2);
+    /// ```
     pub fn len(&mut self) -> usize {
         self.pull_all();
         self.stash.len()
     }
 
     /// Whether no message is waiting now.
+    ///
+    /// ```
+    /// let (addr, mut mb) = fibra::mailbox();
+    /// assert!(mb.is_empty());
+    /// addr.send(()).unwrap();
+    /// assert!(!mb.is_empty());
+    /// ```
     pub fn is_empty(&mut self) -> bool {
         self.len() == 0
     }
 
     /// Closes the mailbox: sends fail from now on and hand their message
     /// back; the messages already inside can still be received.
+    ///
+    /// ```
+    /// let (addr, mut mb) = fibra::mailbox();
+    /// addr.send(1).unwrap();
+    /// mb.close();
+    /// assert_eq!(addr.send(2).unwrap_err().into_inner(), 2); // sends fail now
+    /// assert_eq!(mb.try_recv(), Ok(1)); // what was inside can still be received
+    /// ```
     pub fn close(&mut self) {
         self.inner.close();
         if !self.owned_by_task && self.inner.exit.put(Exit::Closed).is_ok() {

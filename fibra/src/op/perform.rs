@@ -78,6 +78,13 @@ pin_project! {
 
 impl<O: Op> Perform<O> {
     /// Wraps `op` in a future that performs it.
+    ///
+    /// ```
+    /// use fibra::{Perform, always};
+    ///
+    /// let perform = Perform::new(always(5)); // what `.await` on an op builds
+    /// assert_eq!(futures::executor::block_on(perform), 5);
+    /// ```
     pub fn new(op: O) -> Self {
         Self {
             op,

@@ -20,8 +20,8 @@
 //! assert_eq!(sum, 5050);
 //! ```
 //!
-//! Layout: `task.rs` (a task's allocation, state machine and join state),
-//! `future_cell.rs` (where a task's future lives, pinned, until it is
+//! Layout: `task/` (a task's allocation, state machine and join state),
+//! `task/future_cell.rs` (where a task's future lives, pinned, until it is
 //! dropped in place), `task_alloc.rs` (the workers' slabs that tasks are
 //! allocated from), `worker.rs` (the run loop, local queue and `next`
 //! slot), `retained.rs` (tasks that went idle on a worker and stay
@@ -320,6 +320,12 @@ impl Shared {
 /// ([`Builder::workers`]). Each worker is an OS thread that searches for
 /// work before it sleeps: far more workers than cores only add contention,
 /// and thousands take seconds to start.
+///
+/// ```
+/// use fibra::rt::MAX_WORKERS;
+///
+/// assert!(fibra::Runtime::builder().workers(MAX_WORKERS + 1).build().is_err());
+/// ```
 pub const MAX_WORKERS: usize = 256;
 
 /// The flavour of a runtime.
@@ -355,6 +361,13 @@ impl Runtime {
     /// # Errors
     ///
     /// If a worker thread cannot be spawned.
+    ///
+    /// ```
+    /// let rt = fibra::Runtime::new()?;
+    /// let h = rt.spawn(async { 2 + 2 });
+    /// assert_eq!(rt.block_on(h).unwrap(), 4);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn new() -> std::io::Result<Runtime> {
         Builder::new().build()
     }
@@ -627,6 +640,14 @@ impl std::fmt::Debug for Runtime {
 }
 
 /// A clonable handle to a runtime, for spawning onto it from anywhere.
+///
+/// ```
+/// let rt = fibra::Runtime::new().unwrap();
+/// let handle: fibra::Handle = rt.handle();
+/// // Spawn onto the runtime from another thread.
+/// let h = std::thread::spawn(move || handle.spawn(async { 5 })).join().unwrap();
+/// assert_eq!(rt.block_on(h).unwrap(), 5);
+/// ```
 #[derive(Clone)]
 pub struct Handle {
     shared: Arc<Shared>,

@@ -114,6 +114,18 @@ impl StmtId {
 
 /// A predicate over the clauses of a [`WaitUntil`]: combine
 /// [`Clause::done`]s with `|` (or) and `&` (and).
+///
+/// ```
+/// use fibra::{IVar, WaitUntil};
+///
+/// let (a, b) = (IVar::<u8>::new(), IVar::new());
+/// b.put(2).unwrap();
+/// let mut w = WaitUntil::new();
+/// let (ca, cb) = (w.add(a.get_op()), w.add(b.get_op()));
+/// let either: fibra::select::Pred = ca.done() | cb.done();
+/// assert!(w.run_blocking(either));
+/// assert_eq!((ca.take(), cb.take()), (None, Some(2)));
+/// ```
 #[derive(Clone)]
 pub struct Pred(Node);
 
@@ -194,6 +206,17 @@ impl BitAnd for Pred {
 
 /// A clause of a [`WaitUntil`]: names it in predicates and holds its result
 /// once it is acquired.
+///
+/// ```
+/// use fibra::{IVar, WaitUntil};
+///
+/// let v = IVar::new();
+/// v.put("x").unwrap();
+/// let mut w = WaitUntil::new();
+/// let clause: fibra::select::Clause<&str> = w.add(v.get_op());
+/// assert!(w.run_blocking(clause.done()));
+/// assert_eq!(clause.take(), Some("x"));
+/// ```
 pub struct Clause<T> {
     index: usize,
     /// The statement's identity.
@@ -203,11 +226,35 @@ pub struct Clause<T> {
 
 impl<T> Clause<T> {
     /// The predicate "this clause was acquired".
+    ///
+    /// ```
+    /// use fibra::{IVar, WaitUntil};
+    ///
+    /// let (a, b) = (IVar::new(), IVar::new());
+    /// a.put(1).unwrap();
+    /// b.put(2).unwrap();
+    /// let mut w = WaitUntil::new();
+    /// let (ca, cb) = (w.add(a.get_op()), w.add(b.get_op()));
+    /// assert!(w.run_blocking(ca.done() & cb.done())); // both
+    /// assert_eq!((ca.take(), cb.take()), (Some(1), Some(2)));
+    /// ```
     pub fn done(&self) -> Pred {
         Pred(Node::Clause(self.index, self.stmt))
     }
 
     /// Takes the clause's result, if it was acquired (and not taken yet).
+    ///
+    /// ```
+    /// use fibra::{IVar, WaitUntil};
+    ///
+    /// let v = IVar::new();
+    /// v.put(7).unwrap();
+    /// let mut w = WaitUntil::new();
+    /// let c = w.add(v.get_op());
+    /// assert!(w.run_blocking(c.done()));
+    /// assert_eq!(c.take(), Some(7));
+    /// assert_eq!(c.take(), None); // taken already
+    /// ```
     pub fn take(&self) -> Option<T> {
         self.result
             .lock()
@@ -216,6 +263,17 @@ impl<T> Clause<T> {
     }
 
     /// Whether the clause was acquired.
+    ///
+    /// ```
+    /// use fibra::{IVar, WaitUntil};
+    ///
+    /// let (a, b) = (IVar::<u8>::new(), IVar::new());
+    /// b.put(1).unwrap();
+    /// let mut w = WaitUntil::new();
+    /// let (ca, cb) = (w.add(a.get_op()), w.add(b.get_op()));
+    /// assert!(w.run_blocking(ca.done() | cb.done()));
+    /// assert!(!ca.is_done() && cb.is_done());
+    /// ```
     pub fn is_done(&self) -> bool {
         self.result
             .lock()
@@ -294,6 +352,11 @@ impl fmt::Debug for WaitUntil<'_> {
 
 impl<'a> WaitUntil<'a> {
     /// A statement with no clauses yet.
+    ///
+    /// ```
+    /// let w = fibra::WaitUntil::new();
+    /// drop(w); // clauses are added with `add`, then `run` or `run_blocking`
+    /// ```
     pub fn new() -> Self {
         Self {
             ops: Vec::new(),
@@ -302,6 +365,15 @@ impl<'a> WaitUntil<'a> {
     }
 
     /// Adds a clause; its result is kept in the returned [`Clause`].
+    ///
+    /// ```
+    /// use fibra::{WaitUntil, always};
+    ///
+    /// let mut w = WaitUntil::new();
+    /// let c = w.add(always("ready"));
+    /// assert!(w.run_blocking(c.done()));
+    /// assert_eq!(c.take(), Some("ready"));
+    /// ```
     pub fn add<O>(&mut self, op: O) -> Clause<O::Output>
     where
         O: Op + Send + 'a,
@@ -329,6 +401,23 @@ impl<'a> WaitUntil<'a> {
     ///
     /// Cancel-safe: if the future is dropped, the clause being waited for is
     /// withdrawn; clauses acquired so far keep their results.
+    ///
+    /// ```
+    /// use fibra::{WaitUntil, bounded};
+    ///
+    /// fibra::run(async {
+    ///     let (tx, rx) = bounded::<u32>(1);
+    ///     let (tx2, rx2) = bounded::<u32>(1);
+    ///     fibra::spawn(async move {
+    ///         tx.send(1).await.unwrap();
+    ///         tx2.send(2).await.unwrap();
+    ///     });
+    ///     let mut w = WaitUntil::new();
+    ///     let (a, b) = (w.add(rx.recv_op()), w.add(rx2.recv_op()));
+    ///     assert!(w.run(a.done() & b.done()).await);
+    ///     assert_eq!((a.take(), b.take()), (Some(Ok(1)), Some(Ok(2))));
+    /// });
+    /// ```
     pub async fn run(mut self, pred: Pred) -> bool {
         let (stmt, n) = (self.stmt, self.ops.len());
         // Could it hold once every clause is done? If not, it never will
@@ -353,6 +442,19 @@ impl<'a> WaitUntil<'a> {
     /// # Panics
     ///
     /// On a fibra worker thread (use `.await` there).
+    ///
+    /// ```
+    /// use fibra::{IVar, WaitUntil};
+    ///
+    /// let v = IVar::new();
+    /// std::thread::scope(|s| {
+    ///     s.spawn(|| v.put(9).unwrap());
+    ///     let mut w = WaitUntil::new();
+    ///     let c = w.add(v.get_op());
+    ///     assert!(w.run_blocking(c.done()));
+    ///     assert_eq!(c.take(), Some(9));
+    /// });
+    /// ```
     pub fn run_blocking(self, pred: Pred) -> bool {
         crate::block_on(self.run(pred))
     }

@@ -60,6 +60,11 @@ unsafe impl<T: Send> Send for IVar<T> {}
 
 impl<T> IVar<T> {
     /// An empty variable.
+    ///
+    /// ```
+    /// let v = fibra::IVar::<u32>::new();
+    /// assert!(!v.is_full());
+    /// ```
     pub fn new() -> Self {
         Self {
             state: AtomicUsize::new(EMPTY),
@@ -70,6 +75,13 @@ impl<T> IVar<T> {
 
     /// Fills the variable and wakes every waiting get. A variable is written
     /// once: a second `put` returns its value in `Err`.
+    ///
+    /// ```
+    /// let v = fibra::IVar::new();
+    /// assert_eq!(v.put(1), Ok(()));
+    /// assert_eq!(v.put(2), Err(2)); // written once
+    /// assert_eq!(v.try_get(), Some(1));
+    /// ```
     pub fn put(&self, value: T) -> Result<(), T> {
         // Acquire on success keeps the value's write after the claim (the
         // Release store of `FULL` below is what publishes it). Acquire on
@@ -93,6 +105,13 @@ impl<T> IVar<T> {
     }
 
     /// The value, if the variable is full.
+    ///
+    /// ```
+    /// let v = fibra::IVar::new();
+    /// assert_eq!(v.get_ref(), None);
+    /// v.put(String::from("set")).unwrap();
+    /// assert_eq!(v.get_ref().map(String::as_str), Some("set")); // no clone
+    /// ```
     pub fn get_ref(&self) -> Option<&T> {
         // Acquire: pairs with `put`'s Release store of `FULL`.
         if self.state.load(Ordering::Acquire) == FULL {
@@ -105,6 +124,13 @@ impl<T> IVar<T> {
     }
 
     /// Whether the variable is full.
+    ///
+    /// ```
+    /// let v = fibra::IVar::new();
+    /// assert!(!v.is_full());
+    /// v.put(()).unwrap();
+    /// assert!(v.is_full());
+    /// ```
     pub fn is_full(&self) -> bool {
         // Acquire: as in `get_ref`, so a caller that then reads sees the
         // value.
@@ -155,6 +181,13 @@ impl<T> IVar<T> {
 
 impl<T: Clone> IVar<T> {
     /// A clone of the value, if the variable is full.
+    ///
+    /// ```
+    /// let v = fibra::IVar::new();
+    /// assert_eq!(v.try_get(), None);
+    /// v.put(3).unwrap();
+    /// assert_eq!(v.try_get(), Some(3));
+    /// ```
     pub fn try_get(&self) -> Option<T> {
         self.get_ref().cloned()
     }
@@ -176,6 +209,17 @@ impl<T: Clone> IVar<T> {
     }
 
     /// Waits until the variable is full and returns a clone of the value.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    ///
+    /// fibra::run(async {
+    ///     let v = Arc::new(fibra::IVar::new());
+    ///     let writer = v.clone();
+    ///     fibra::spawn(async move { writer.put(8).unwrap() });
+    ///     assert_eq!(v.get().await, 8);
+    /// });
+    /// ```
     pub async fn get(&self) -> T {
         self.get_op().await
     }
@@ -185,6 +229,14 @@ impl<T: Clone> IVar<T> {
     /// # Panics
     ///
     /// On a fibra worker thread (use `.await` there).
+    ///
+    /// ```
+    /// let v = fibra::IVar::new();
+    /// std::thread::scope(|s| {
+    ///     s.spawn(|| v.put("done").unwrap());
+    ///     assert_eq!(v.get_blocking(), "done");
+    /// });
+    /// ```
     pub fn get_blocking(&self) -> T {
         self.get_op().perform()
     }
