@@ -25,6 +25,13 @@ use std::time::{Duration, Instant};
 
 /// Which children a supervisor restarts when one ends and must be
 /// restarted (OTP's restart strategies).
+///
+/// ```
+/// use fibra::actors::{Strategy, Supervisor};
+///
+/// let sup = Supervisor::new(Strategy::RestForOne);
+/// assert!(format!("{sup:?}").contains("RestForOne"));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Strategy {
     /// Only that child.
@@ -38,6 +45,13 @@ pub enum Strategy {
 }
 
 /// When a child that ended is restarted (OTP's restart types).
+///
+/// ```
+/// use fibra::actors::{ChildSpec, Restart};
+///
+/// assert_eq!(Restart::default(), Restart::Permanent);
+/// let _spec = ChildSpec::new("job").restart(Restart::Temporary);
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Restart {
     /// Always.
@@ -70,6 +84,11 @@ pub struct ChildSpec {
 
 impl ChildSpec {
     /// A permanent child with a shutdown timeout of 5 seconds.
+    ///
+    /// ```
+    /// let spec = fibra::actors::ChildSpec::new("db");
+    /// assert_eq!(spec.name(), "db");
+    /// ```
     pub fn new(name: impl Into<String>) -> Self {
         ChildSpec {
             name: name.into(),
@@ -79,6 +98,12 @@ impl ChildSpec {
     }
 
     /// When the child is restarted.
+    ///
+    /// ```
+    /// use fibra::actors::{ChildSpec, Restart};
+    ///
+    /// let _spec = ChildSpec::new("retry-on-crash").restart(Restart::Transient);
+    /// ```
     pub fn restart(mut self, restart: Restart) -> Self {
         self.restart = restart;
         self
@@ -87,12 +112,22 @@ impl ChildSpec {
     /// How long a graceful stop may take: the supervisor closes the
     /// child's mailbox (the child receives what is queued, then `None`) and
     /// kills it ([`Addr::kill`]) if it has not ended after `timeout`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let _spec = fibra::actors::ChildSpec::new("slow").shutdown(Duration::from_secs(1));
+    /// ```
     pub fn shutdown(mut self, timeout: Duration) -> Self {
         self.shutdown = timeout;
         self
     }
 
     /// The child's name.
+    ///
+    /// ```
+    /// assert_eq!(fibra::actors::ChildSpec::new("cache").name(), "cache");
+    /// ```
     pub fn name(&self) -> &str {
         &self.name
     }
@@ -310,6 +345,21 @@ pub struct Supervisor {
 impl Supervisor {
     /// A supervisor with no children yet and an intensity of 3 restarts in
     /// 5 seconds.
+    ///
+    /// ```
+    /// use fibra::actors::{Strategy, Supervisor};
+    ///
+    /// fibra::run(async {
+    ///     let mut sup = Supervisor::new(Strategy::OneForOne);
+    ///     let worker = sup.child("worker", |mut mb: fibra::Mailbox<u32>| async move {
+    ///         while mb.recv().await.is_some() {}
+    ///     });
+    ///     let sup = sup.spawn();
+    ///     worker.send(1).unwrap();
+    ///     sup.shutdown();
+    ///     assert_eq!(sup.exited().await, fibra::Exit::Normal);
+    /// });
+    /// ```
     pub fn new(strategy: Strategy) -> Self {
         Supervisor {
             strategy,
@@ -352,6 +402,22 @@ impl Supervisor {
     }
 
     /// Adds a permanent child named `name` (see [`child_spec`](Self::child_spec)).
+    ///
+    /// ```
+    /// use fibra::actors::{Strategy, Supervisor};
+    ///
+    /// fibra::run(async {
+    ///     let mut sup = Supervisor::new(Strategy::OneForOne);
+    ///     let worker = sup.child("worker", |mut mb: fibra::Mailbox<u32>| async move {
+    ///         while mb.recv().await.is_some() {}
+    ///     });
+    ///     let sup = sup.spawn();
+    ///     worker.send(7).unwrap(); // a stable address, known before the start
+    ///     sup.shutdown();
+    ///     sup.exited().await;
+    ///     assert!(worker.is_closed());
+    /// });
+    /// ```
     pub fn child<M, B, F>(&mut self, name: impl Into<String>, body: B) -> Addr<M>
     where
         M: Send + 'static,
@@ -465,6 +531,21 @@ impl Supervisor {
     /// # Panics
     ///
     /// Outside a fibra runtime.
+    ///
+    /// ```
+    /// use fibra::actors::{Strategy, Supervisor};
+    ///
+    /// fibra::run(async {
+    ///     let mut sup = Supervisor::new(Strategy::OneForOne);
+    ///     let worker = sup.child("worker", |mut mb: fibra::Mailbox<u32>| async move {
+    ///         while mb.recv().await.is_some() {}
+    ///     });
+    ///     let sup = sup.spawn();
+    ///     assert!(sup.children().await.unwrap()[0].running);
+    ///     sup.shutdown();
+    ///     sup.exited().await;
+    /// });
+    /// ```
     pub fn spawn(self) -> SupervisorRef {
         let Supervisor {
             strategy,
@@ -524,6 +605,22 @@ enum Event {
 }
 
 /// A child as its supervisor sees it ([`SupervisorRef::children`]).
+///
+/// ```
+/// use fibra::actors::{Strategy, Supervisor};
+///
+/// fibra::run(async {
+///     let mut sup = Supervisor::new(Strategy::OneForOne);
+///     let worker = sup.child("worker", |mut mb: fibra::Mailbox<u32>| async move {
+///         while mb.recv().await.is_some() {}
+///     });
+///     let sup = sup.spawn();
+///     let info = &sup.children().await.unwrap()[0];
+///     assert_eq!((info.name.as_str(), info.lives, info.running), ("worker", 1, true));
+///     sup.shutdown();
+///     sup.exited().await;
+/// });
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ChildInfo {
@@ -536,6 +633,21 @@ pub struct ChildInfo {
 }
 
 /// A running supervisor: stop it, watch it, list its children.
+///
+/// ```
+/// use fibra::actors::{Strategy, Supervisor};
+///
+/// fibra::run(async {
+///     let mut sup = Supervisor::new(Strategy::OneForOne);
+///     let worker = sup.child("worker", |mut mb: fibra::Mailbox<u32>| async move {
+///         while mb.recv().await.is_some() {}
+///     });
+///     let sup = sup.spawn();
+///     let watcher = sup.clone();
+///     sup.shutdown();
+///     assert_eq!(watcher.exited().await, fibra::Exit::Normal);
+/// });
+/// ```
 #[derive(Clone)]
 pub struct SupervisorRef {
     addr: Addr<Event>,
@@ -546,22 +658,86 @@ impl SupervisorRef {
     /// order (each gracefully, then killed after its shutdown timeout) and
     /// ends with [`Exit::Normal`]. Returns at once: wait with
     /// [`exited`](Self::exited).
+    ///
+    /// ```
+    /// use fibra::actors::{Strategy, Supervisor};
+    ///
+    /// fibra::run(async {
+    ///     let mut sup = Supervisor::new(Strategy::OneForOne);
+    ///     let worker = sup.child("worker", |mut mb: fibra::Mailbox<u32>| async move {
+    ///         while mb.recv().await.is_some() {}
+    ///     });
+    ///     let sup = sup.spawn();
+    ///     worker.send(1).unwrap(); // received before the worker stops
+    ///     sup.shutdown();
+    ///     assert_eq!(sup.exited().await, fibra::Exit::Normal);
+    ///     assert_eq!(worker.exited().await, fibra::Exit::Normal);
+    /// });
+    /// ```
     pub fn shutdown(&self) {
         let _ = self.addr.send(Event::Shutdown);
     }
 
     /// The op that becomes ready when the supervisor ends: [`Exit::Normal`]
     /// after a shutdown, [`Exit::Failed`] when its intensity was exceeded.
+    ///
+    /// ```
+    /// use fibra::{Op, always, choose_biased};
+    ///
+    /// use fibra::actors::{Strategy, Supervisor};
+    ///
+    /// fibra::run(async {
+    ///     let mut sup = Supervisor::new(Strategy::OneForOne);
+    ///     let worker = sup.child("worker", |mut mb: fibra::Mailbox<u32>| async move {
+    ///         while mb.recv().await.is_some() {}
+    ///     });
+    ///     let sup = sup.spawn();
+    ///     let running = choose_biased((sup.exited_op().wrap(|_| false), always(true))).await;
+    ///     assert!(running);
+    ///     sup.shutdown();
+    ///     sup.exited_op().await;
+    /// });
+    /// ```
     pub fn exited_op(&self) -> crate::sync::GetOp<'_, Exit> {
         self.addr.exited_op()
     }
 
     /// Waits until the supervisor ends; see [`exited_op`](Self::exited_op).
+    ///
+    /// ```
+    /// use fibra::actors::{Strategy, Supervisor};
+    ///
+    /// fibra::run(async {
+    ///     let mut sup = Supervisor::new(Strategy::OneForOne);
+    ///     let worker = sup.child("worker", |mut mb: fibra::Mailbox<u32>| async move {
+    ///         while mb.recv().await.is_some() {}
+    ///     });
+    ///     let sup = sup.spawn();
+    ///     sup.shutdown();
+    ///     assert_eq!(sup.exited().await, fibra::Exit::Normal);
+    /// });
+    /// ```
     pub async fn exited(&self) -> Exit {
         self.addr.exited().await
     }
 
     /// How the supervisor ended, if it did.
+    ///
+    /// ```
+    /// use fibra::actors::{Strategy, Supervisor};
+    ///
+    /// fibra::run(async {
+    ///     let mut sup = Supervisor::new(Strategy::OneForOne);
+    ///     let worker = sup.child("worker", |mut mb: fibra::Mailbox<u32>| async move {
+    ///         while mb.recv().await.is_some() {}
+    ///     });
+    ///     let sup = sup.spawn();
+    ///     assert_eq!(sup.try_exited(), None);
+    ///     sup.shutdown();
+    ///     sup.exited().await;
+    ///     assert_eq!(sup.try_exited(), Some(fibra::Exit::Normal));
+    /// });
+    /// ```
     pub fn try_exited(&self) -> Option<Exit> {
         self.addr.try_exited()
     }
@@ -571,11 +747,43 @@ impl SupervisorRef {
     /// # Errors
     ///
     /// If the supervisor has ended.
+    ///
+    /// ```
+    /// use fibra::actors::{Strategy, Supervisor};
+    ///
+    /// fibra::run(async {
+    ///     let mut sup = Supervisor::new(Strategy::OneForOne);
+    ///     let worker = sup.child("worker", |mut mb: fibra::Mailbox<u32>| async move {
+    ///         while mb.recv().await.is_some() {}
+    ///     });
+    ///     let sup = sup.spawn();
+    ///     let names: Vec<String> = sup.children().await.unwrap().into_iter().map(|c| c.name).collect();
+    ///     assert_eq!(names, ["worker"]);
+    ///     sup.shutdown();
+    ///     sup.exited().await;
+    ///     assert!(sup.children().await.is_err());
+    /// });
+    /// ```
     pub async fn children(&self) -> Result<Vec<ChildInfo>, crate::CallError> {
         self.addr.request(Event::Children)?.reply().await
     }
 
     /// A monitor of the supervisor.
+    ///
+    /// ```
+    /// use fibra::actors::{Strategy, Supervisor};
+    ///
+    /// fibra::run(async {
+    ///     let mut sup = Supervisor::new(Strategy::OneForOne);
+    ///     let worker = sup.child("worker", |mut mb: fibra::Mailbox<u32>| async move {
+    ///         while mb.recv().await.is_some() {}
+    ///     });
+    ///     let sup = sup.spawn();
+    ///     let monitor = sup.monitor();
+    ///     sup.shutdown();
+    ///     assert_eq!(monitor.exited().await, fibra::Exit::Normal);
+    /// });
+    /// ```
     pub fn monitor(&self) -> crate::Monitor {
         self.addr.monitor()
     }
@@ -583,11 +791,44 @@ impl SupervisorRef {
     /// Links the supervisor with `other` ([`Addr::link`]): the supervisor
     /// does not trap exits, so an abnormal death of `other` kills it (its
     /// children are then killed too), and its failure reaches `other`.
+    ///
+    /// ```
+    /// use fibra::actors::{Strategy, Supervisor};
+    ///
+    /// fibra::run(async {
+    ///     let mut sup = Supervisor::new(Strategy::OneForOne);
+    ///     let worker = sup.child("worker", |mut mb: fibra::Mailbox<u32>| async move {
+    ///         while mb.recv().await.is_some() {}
+    ///     });
+    ///     let sup = sup.spawn();
+    ///     let (me, mut inbox) = fibra::mailbox::<fibra::ExitSignal>();
+    ///     inbox.trap_exits(|s| s);
+    ///     sup.link(&me);
+    ///     sup.shutdown();
+    ///     assert_eq!(inbox.recv().await.unwrap().from, sup.id());
+    /// });
+    /// ```
     pub fn link<N: Send + 'static>(&self, other: &Addr<N>) {
         self.addr.link(other);
     }
 
     /// The supervisor's identity, as exit signals name it.
+    ///
+    /// ```
+    /// use fibra::actors::{Strategy, Supervisor};
+    ///
+    /// fibra::run(async {
+    ///     let mut sup = Supervisor::new(Strategy::OneForOne);
+    ///     let worker = sup.child("worker", |mut mb: fibra::Mailbox<u32>| async move {
+    ///         while mb.recv().await.is_some() {}
+    ///     });
+    ///     let sup = sup.spawn();
+    ///     assert_eq!(sup.id(), sup.clone().id());
+    ///     assert_ne!(sup.id(), worker.id());
+    ///     sup.shutdown();
+    ///     sup.exited().await;
+    /// });
+    /// ```
     pub fn id(&self) -> crate::ActorId {
         self.addr.id()
     }

@@ -17,6 +17,20 @@ use std::time::Duration;
 /// The reply slot a request carries: the actor answers with
 /// [`send`](Reply::send), once. Dropping it unanswered tells the caller
 /// ([`CallError::NoReply`]).
+///
+/// ```
+/// use fibra::Reply;
+///
+/// enum Msg {
+///     Get(Reply<u64>),
+/// }
+///
+/// let (addr, mut mb) = fibra::mailbox::<Msg>();
+/// let mut call = addr.request(Msg::Get).unwrap();
+/// let Ok(Msg::Get(reply)) = mb.try_recv() else { unreachable!() };
+/// reply.send(42).unwrap();
+/// assert_eq!(call.try_reply(), Some(Ok(42)));
+/// ```
 pub struct Reply<T> {
     tx: Sender<T>,
 }
@@ -39,6 +53,15 @@ impl<T> Reply<T> {
     }
 
     /// Whether the caller has stopped waiting (a reply would be handed back).
+    ///
+    /// ```
+    /// let (addr, mut mb) = fibra::mailbox::<fibra::Reply<u8>>();
+    /// let call = addr.request(|reply| reply).unwrap();
+    /// let reply = mb.try_recv().unwrap();
+    /// assert!(!reply.is_abandoned());
+    /// drop(call);
+    /// assert!(reply.is_abandoned());
+    /// ```
     pub fn is_abandoned(&self) -> bool {
         self.tx.is_closed()
     }
@@ -53,11 +76,29 @@ impl<T> fmt::Debug for Reply<T> {
 /// A request sent and not yet answered: wait for its reply with
 /// [`reply`](Call::reply), [`reply_timeout`](Call::reply_timeout), or in a
 /// choice with [`reply_op`](Call::reply_op).
+///
+/// ```
+/// # fibra::run(async {
+/// let (addr, mut mb) = fibra::mailbox::<fibra::Reply<u8>>();
+/// let call: fibra::Call<u8> = addr.request(|reply| reply).unwrap();
+/// mb.recv().await.unwrap().send(9).unwrap();
+/// assert_eq!(call.reply().await, Ok(9));
+/// # });
+/// ```
 pub struct Call<T> {
     rx: Receiver<T>,
 }
 
 /// Why a call got no reply.
+///
+/// ```
+/// use fibra::CallError;
+///
+/// let (addr, mb) = fibra::mailbox::<fibra::Reply<u8>>();
+/// drop(mb); // closed
+/// assert_eq!(addr.request(|reply| reply).unwrap_err(), CallError::NotDelivered);
+/// assert_eq!(CallError::Timeout.to_string(), "no reply in time");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum CallError {
@@ -84,6 +125,15 @@ impl fmt::Display for CallError {
 impl std::error::Error for CallError {}
 
 /// The op of receiving a call's reply: [`Call::reply_op`].
+///
+/// ```
+/// use fibra::{CallError, Op, always, choose_biased};
+///
+/// let (addr, _mb) = fibra::mailbox::<fibra::Reply<u8>>();
+/// let mut call = addr.request(|reply| reply).unwrap();
+/// let op: fibra::ReplyOp<'_, u8> = call.reply_op();
+/// assert_eq!(choose_biased((op, always(Err(CallError::Timeout)))).perform(), Err(CallError::Timeout));
+/// ```
 pub type ReplyOp<'a, T> = Wrap<RecvOp<'a, T>, fn(Result<T, RecvError>) -> Result<T, CallError>>;
 
 fn no_reply<T>(r: Result<T, RecvError>) -> Result<T, CallError> {
@@ -118,6 +168,15 @@ impl<T> Call<T> {
     }
 
     /// Waits for the reply.
+    ///
+    /// ```
+    /// # fibra::run(async {
+    /// let (addr, mut mb) = fibra::mailbox::<fibra::Reply<&str>>();
+    /// let call = addr.request(|reply| reply).unwrap();
+    /// mb.recv().await.unwrap().send("pong").unwrap();
+    /// assert_eq!(call.reply().await, Ok("pong"));
+    /// # });
+    /// ```
     pub async fn reply(mut self) -> Result<T, CallError> {
         self.reply_op().await
     }
@@ -143,6 +202,16 @@ impl<T> Call<T> {
     }
 
     /// The reply, if it came.
+    ///
+    /// ```
+    /// use fibra::CallError;
+    ///
+    /// let (addr, mut mb) = fibra::mailbox::<fibra::Reply<u8>>();
+    /// let mut call = addr.request(|reply| reply).unwrap();
+    /// assert_eq!(call.try_reply(), None);
+    /// drop(mb.try_recv().unwrap()); // dropped unanswered
+    /// assert_eq!(call.try_reply(), Some(Err(CallError::NoReply)));
+    /// ```
     pub fn try_reply(&mut self) -> Option<Result<T, CallError>> {
         match self.rx.try_recv() {
             Ok(v) => Some(Ok(v)),

@@ -32,6 +32,14 @@ use std::task::Waker;
 /// Identifies an actor (its mailbox) in an [`ExitSignal`]: compare it with
 /// [`Addr::id`](super::Addr::id). Unique among live mailboxes; a mailbox
 /// freed may see its id reused by a later one.
+///
+/// ```
+/// let (a, _ma) = fibra::mailbox::<()>();
+/// let (b, _mb) = fibra::mailbox::<()>();
+/// assert_eq!(a.id(), a.clone().id());
+/// assert_ne!(a.id(), b.id());
+/// assert!(a.id().to_string().starts_with("Actor(0x"));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ActorId(pub(crate) usize);
 
@@ -43,6 +51,18 @@ impl fmt::Display for ActorId {
 
 /// A linked actor's death, delivered as a message to an actor that traps
 /// exits ([`Mailbox::trap_exits`](super::Mailbox::trap_exits)).
+///
+/// ```
+/// use fibra::{Exit, ExitSignal};
+///
+/// let (me, mut mb) = fibra::mailbox::<ExitSignal>();
+/// mb.trap_exits(|signal| signal);
+/// let (other, other_mb) = fibra::mailbox::<()>();
+/// me.link(&other);
+/// drop(other_mb); // its end: closed
+/// let signal = mb.try_recv().unwrap();
+/// assert_eq!((signal.from, signal.exit), (other.id(), Exit::Closed));
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ExitSignal {
     /// The actor that ended.

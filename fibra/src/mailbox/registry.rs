@@ -38,6 +38,19 @@ fn table() -> MutexGuard<'static, HashMap<String, Entry>> {
 }
 
 /// Why [`register`] refused a name.
+///
+/// ```
+/// use fibra::RegisterError;
+///
+/// let (a, _ma) = fibra::mailbox::<()>();
+/// let (b, mb) = fibra::mailbox::<()>();
+/// fibra::register("doc-register-error", &a).unwrap();
+/// let taken = fibra::register("doc-register-error", &a).unwrap_err();
+/// assert_eq!(taken, RegisterError::Taken("doc-register-error".into()));
+/// drop(mb);
+/// assert_eq!(fibra::register("doc-register-error-2", &b), Err(RegisterError::Ended));
+/// fibra::unregister("doc-register-error");
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum RegisterError {
@@ -59,6 +72,12 @@ impl fmt::Display for RegisterError {
 impl std::error::Error for RegisterError {}
 
 /// Why [`whereis`] found no address.
+///
+/// ```
+/// use fibra::LookupError;
+///
+/// assert_eq!(fibra::whereis::<u8>("doc-nobody-here").unwrap_err(), LookupError::NotFound);
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum LookupError {
