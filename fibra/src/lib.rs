@@ -61,6 +61,7 @@
 #![warn(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
+pub mod actors;
 pub mod chan;
 mod coop;
 mod loom;
@@ -73,12 +74,16 @@ pub mod time;
 mod trace;
 mod wake;
 
+pub use actors::{ChildInfo, ChildSpec, Restart, Strategy, Supervisor, SupervisorRef, spawn_link};
 pub use chan::{
     Receiver, RecvError, RecvOp, RecvTimeoutError, SendError, SendFromOp, SendOp,
     SendTimeoutError, Sender, TryRecvError, TrySendError, WeakSender, bounded, channel, unbounded,
 };
 pub use chan::{broadcast, oneshot, watch};
-pub use mailbox::{Addr, Exit, Mailbox, Monitor, bounded_mailbox, mailbox};
+pub use mailbox::{
+    ActorId, Addr, Call, CallError, Exit, ExitSignal, LookupError, Mailbox, Monitor, RegisterError,
+    Reply, ReplyOp, bounded_mailbox, mailbox, register, registered, unregister, whereis,
+};
 pub use op::{
     Always, BoxOp, Branches, Choose, Guard, Nack, Never, Op, Perform, WithNack, Wrap, always,
     block_on, choose, choose_biased, guard, never, seed_choice_rng, with_nack,

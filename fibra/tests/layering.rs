@@ -22,6 +22,7 @@ const LAYERS: &[&[&str]] = &[
     &["mailbox"],
     &["select"],
     &["rt"],
+    &["actors"],
 ];
 
 /// Upward imports allowed anyway: `(file under src/, module it names)`.

@@ -95,9 +95,12 @@
 //! ```
 
 mod actor;
+mod call;
+mod link;
 mod ops;
 mod queue;
 mod recv;
+mod registry;
 mod stream;
 
 #[cfg(all(test, loom))]
@@ -105,12 +108,15 @@ mod loom_models;
 
 pub use crate::chan::RecvTimeoutError;
 pub use actor::Exit;
-pub(crate) use actor::actor;
+pub(crate) use actor::{OnEnd, actor, supervised_addr, supervised_life};
+pub use call::{Call, CallError, Reply, ReplyOp};
+pub use link::{ActorId, ExitSignal};
 pub use ops::{RecvMatchingOp, RecvOp, SendOp};
 pub use recv::Recv;
+pub use registry::{LookupError, RegisterError, register, registered, unregister, whereis};
 
 use crate::chan::{TryRecvError, TrySendError};
-use crate::loom::{Arc, AtomicBool, AtomicUsize, Ordering};
+use crate::loom::{Arc, AtomicBool, AtomicUsize, Mutex, Ordering, lock};
 use crate::op::Op;
 use crate::sync::{IVar, Semaphore, TryAcquireError};
 use queue::Queue;
@@ -138,7 +144,11 @@ use std::time::Duration;
 ///   queue: that message is dropped with the queue, like any message left
 ///   in a mailbox whose owner is gone.
 /// * `exit` is filled once, when the owning task ends (or, for a mailbox
-///   not tied to a task, when it closes), after `closed` is set.
+///   not tied to a task, when it closes), after `closed` is set. A
+///   supervised child's mailbox outlives its task's lives: its `exit` is
+///   filled when its supervisor stops it for good.
+/// * `ctl` and `killed`: links, kills, trapped exits and registered names
+///   (`link.rs` states their invariants).
 pub(crate) struct Inner<M> {
     queue: Queue<M>,
     addrs: AtomicUsize,
@@ -149,16 +159,21 @@ pub(crate) struct Inner<M> {
     room: Option<Semaphore>,
     /// Shared with `Monitor`s, which outlive nothing else.
     exit: Arc<IVar<Exit>>,
+    ctl: Mutex<link::Control<M>>,
+    /// A kill was requested for the current life (`link.rs`).
+    killed: AtomicBool,
 }
 
 impl<M> Inner<M> {
-    fn new(capacity: Option<usize>) -> Self {
+    fn new(capacity: Option<usize>, is_task: bool, supervised: bool) -> Self {
         Self {
             queue: Queue::new(),
             addrs: AtomicUsize::new(1),
             closed: AtomicBool::new(false),
             room: capacity.map(Semaphore::new),
             exit: Arc::new(IVar::new()),
+            ctl: link::Control::new(is_task, supervised),
+            killed: AtomicBool::new(false),
         }
     }
 
@@ -213,7 +228,7 @@ impl<M> Inner<M> {
 /// assert_eq!(mb.try_recv(), Ok("hello"));
 /// ```
 pub fn mailbox<M>() -> (Addr<M>, Mailbox<M>) {
-    make(None)
+    make(None, false)
 }
 
 /// Creates a mailbox that holds at most `capacity` messages: a
@@ -239,11 +254,11 @@ pub fn bounded_mailbox<M>(capacity: usize) -> (Addr<M>, Mailbox<M>) {
         capacity > 0,
         "a bounded mailbox needs a capacity of at least 1"
     );
-    make(Some(capacity))
+    make(Some(capacity), false)
 }
 
-fn make<M>(capacity: Option<usize>) -> (Addr<M>, Mailbox<M>) {
-    let inner = Arc::new(Inner::new(capacity));
+fn make<M>(capacity: Option<usize>, is_task: bool) -> (Addr<M>, Mailbox<M>) {
+    let inner = Arc::new(Inner::new(capacity, is_task, false));
     (
         Addr {
             inner: inner.clone(),
@@ -251,7 +266,8 @@ fn make<M>(capacity: Option<usize>) -> (Addr<M>, Mailbox<M>) {
         Mailbox {
             inner,
             stash: VecDeque::new(),
-            owned_by_task: false,
+            owned_by_task: is_task,
+            supervised: false,
         },
     )
 }
@@ -411,7 +427,97 @@ impl<M> Addr<M> {
         }
     }
 
-    fn id(&self) -> *const Inner<M> {
+    /// This mailbox's identity, as [`ExitSignal::from`] names it.
+    ///
+    /// ```
+    /// let (a, mb) = fibra::mailbox::<()>();
+    /// assert_eq!(a.id(), mb.addr().id());
+    /// assert_ne!(a.id(), fibra::mailbox::<()>().0.id());
+    /// ```
+    pub fn id(&self) -> ActorId {
+        self.inner.actor_id()
+    }
+
+    /// Links this mailbox's actor with `other`'s (Erlang's `link`): when
+    /// either ends, the other receives an exit signal. An actor that traps
+    /// exits ([`Mailbox::trap_exits`]) gets it as a message; otherwise a
+    /// death other than [`Exit::Normal`] kills it (see [`kill`](Self::kill))
+    /// with [`Exit::Linked`], which its own links then see in turn
+    /// ([`Exit::Normal`] and [`Exit::Closed`] kill nobody). A link
+    /// is symmetric, made once however often it is asked for, and removed
+    /// by [`unlink`](Self::unlink) or by either death. Linking to an actor
+    /// that already ended signals at once, as that death would have.
+    ///
+    /// A mailbox made by [`mailbox`] (not an actor's) links too: a kill
+    /// closes it, and its close or drop is its death ([`Exit::Closed`]).
+    ///
+    /// ```
+    /// use fibra::Exit;
+    ///
+    /// fibra::run(async {
+    ///     let worker = fibra::spawn_actor(|mut mb| async move {
+    ///         let n: u32 = mb.recv().await.unwrap();
+    ///         assert!(n != 13, "unlucky");
+    ///     });
+    ///     let partner = fibra::spawn_actor(|mut mb| async move {
+    ///         while let Some(()) = mb.recv().await {} // waits forever
+    ///     });
+    ///     partner.link(&worker);
+    ///     worker.send(13).unwrap();
+    ///     let died = Exit::Panicked("unlucky".into());
+    ///     assert_eq!(worker.exited().await, died);
+    ///     assert_eq!(partner.exited().await, Exit::Linked(Box::new(died)));
+    /// });
+    /// ```
+    pub fn link<N: Send + 'static>(&self, other: &Addr<N>)
+    where
+        M: Send + 'static,
+    {
+        link::link(&self.inner, &other.inner);
+    }
+
+    /// Removes the link between this mailbox's actor and `other`'s, if any.
+    ///
+    /// ```
+    /// let (a, _ma) = fibra::mailbox::<()>();
+    /// let (b, mb) = fibra::mailbox::<()>();
+    /// a.link(&b);
+    /// a.unlink(&b);
+    /// drop(mb); // b's death no longer reaches a
+    /// assert!(!a.is_closed());
+    /// ```
+    pub fn unlink<N: Send + 'static>(&self, other: &Addr<N>)
+    where
+        M: Send + 'static,
+    {
+        link::unlink(&self.inner, &other.inner);
+    }
+
+    /// Kills the actor (Erlang's `exit(Pid, kill)`): its task is woken if
+    /// it waits, and at its next poll its body is dropped — not interrupted
+    /// mid-poll, as [`JoinHandle::abort`](crate::JoinHandle::abort) — which
+    /// closes its mailbox (the messages still inside are dropped) and ends
+    /// it with [`Exit::Killed`]; its links see that exit. Killing an actor
+    /// that already ended does nothing; a kill cannot be trapped. A
+    /// supervised child's life is killed, and its supervisor decides what
+    /// follows (see [`Supervisor`](crate::actors::Supervisor)).
+    ///
+    /// A mailbox made by [`mailbox`] is closed at once instead.
+    ///
+    /// ```
+    /// use fibra::Exit;
+    ///
+    /// fibra::run(async {
+    ///     let stuck = fibra::spawn_actor(|_mb: fibra::Mailbox<()>| std::future::pending::<()>());
+    ///     stuck.kill();
+    ///     assert_eq!(stuck.exited().await, Exit::Killed);
+    /// });
+    /// ```
+    pub fn kill(&self) {
+        self.inner.kill(Exit::Killed);
+    }
+
+    fn ptr(&self) -> *const Inner<M> {
         Arc::as_ptr(&self.inner)
     }
 }
@@ -437,7 +543,7 @@ impl<M> Drop for Addr<M> {
 
 impl<M> PartialEq for Addr<M> {
     fn eq(&self, other: &Self) -> bool {
-        self.id() == other.id()
+        self.ptr() == other.ptr()
     }
 }
 
@@ -445,13 +551,13 @@ impl<M> Eq for Addr<M> {}
 
 impl<M> Hash for Addr<M> {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        self.id().hash(state);
+        self.ptr().hash(state);
     }
 }
 
 impl<M> fmt::Debug for Addr<M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Addr({:p})", self.id())
+        write!(f, "Addr({:p})", self.ptr())
     }
 }
 
@@ -561,6 +667,9 @@ pub struct Mailbox<M> {
     /// Set by `spawn_actor`: the task's end, not the mailbox's drop, fills
     /// `exit`.
     owned_by_task: bool,
+    /// One life of a supervised child: dropping it leaves the mailbox open
+    /// and hands the stash to the next life.
+    supervised: bool,
 }
 
 impl<M> Mailbox<M> {
@@ -576,6 +685,94 @@ impl<M> Mailbox<M> {
         Addr {
             inner: self.inner.clone(),
         }
+    }
+
+    /// Traps exits (Erlang's `process_flag(trap_exit, true)`): from now on
+    /// the death of a linked actor ([`Addr::link`]) does not kill this one
+    /// but arrives as a message, `into(signal)`, queued after every message
+    /// that actor sent before it ended — so it is received with
+    /// [`recv`](Self::recv) or, in a choice, [`recv_op`](Self::recv_op) /
+    /// [`recv_matching_op`](Self::recv_matching_op). Normal deaths arrive
+    /// too. A panic in `into` kills this actor ([`Exit::Panicked`]).
+    ///
+    /// # Panics
+    ///
+    /// On a mailbox made by [`bounded_mailbox`]: a signal must never be
+    /// refused for want of room.
+    ///
+    /// ```
+    /// use fibra::{Exit, ExitSignal};
+    ///
+    /// enum Msg {
+    ///     Work(u32),
+    ///     Died(ExitSignal),
+    /// }
+    ///
+    /// fibra::run(async {
+    ///     let (me, mut mb) = fibra::mailbox::<Msg>();
+    ///     mb.trap_exits(Msg::Died);
+    ///     let worker = fibra::spawn_actor(|mut wmb| async move {
+    ///         let _: Option<()> = wmb.recv().await;
+    ///         panic!("worker gave up");
+    ///     });
+    ///     me.link(&worker);
+    ///     me.send(Msg::Work(1)).unwrap();
+    ///     worker.send(()).unwrap();
+    ///     assert!(matches!(mb.recv().await, Some(Msg::Work(1))));
+    ///     match mb.recv().await {
+    ///         Some(Msg::Died(s)) => {
+    ///             assert_eq!(s.from, worker.id());
+    ///             assert_eq!(s.exit, Exit::Panicked("worker gave up".into()));
+    ///         }
+    ///         _ => panic!("expected the worker's exit signal"),
+    ///     }
+    /// });
+    /// ```
+    pub fn trap_exits(&mut self, into: impl Fn(ExitSignal) -> M + Send + Sync + 'static) {
+        assert!(
+            self.inner.room.is_none(),
+            "a bounded mailbox cannot trap exits: a signal must never wait for room"
+        );
+        lock(&self.inner.ctl).rare().trap = Some(std::sync::Arc::new(into));
+    }
+
+    /// Stops trapping exits: a linked death kills this actor again.
+    ///
+    /// ```
+    /// let (_, mut mb) = fibra::mailbox::<fibra::ExitSignal>();
+    /// mb.trap_exits(|s| s);
+    /// mb.untrap_exits();
+    /// ```
+    pub fn untrap_exits(&mut self) {
+        if let Some(rare) = lock(&self.inner.ctl).rare.as_mut() {
+            rare.trap = None;
+        }
+    }
+
+    /// Links this mailbox's actor with `other`'s: see [`Addr::link`].
+    ///
+    /// ```
+    /// use fibra::Exit;
+    ///
+    /// fibra::run(async {
+    ///     let (me, mb) = fibra::mailbox::<()>();
+    ///     let worker = fibra::spawn_actor(|mut wmb| async move {
+    ///         let _: Option<()> = wmb.recv().await;
+    ///         panic!("crashed");
+    ///     });
+    ///     mb.link(&worker);
+    ///     worker.send(()).unwrap();
+    ///     // Not trapping exits: the crash kills (closes) this mailbox.
+    ///     let crashed = Exit::Panicked("crashed".into());
+    ///     assert_eq!(me.exited().await, Exit::Linked(Box::new(crashed)));
+    ///     assert!(me.is_closed());
+    /// });
+    /// ```
+    pub fn link<N: Send + 'static>(&self, other: &Addr<N>)
+    where
+        M: Send + 'static,
+    {
+        link::link(&self.inner, &other.inner);
     }
 
     /// Waits for the next message. `None` once the mailbox is closed or no
@@ -775,8 +972,8 @@ impl<M> Mailbox<M> {
     /// ```
     pub fn close(&mut self) {
         self.inner.close();
-        if !self.owned_by_task {
-            let _ = self.inner.exit.put(Exit::Closed);
+        if !self.owned_by_task && self.inner.exit.put(Exit::Closed).is_ok() {
+            self.inner.die(&Exit::Closed, self.inner.actor_id(), true);
         }
     }
 
@@ -859,9 +1056,18 @@ impl<M> Unpin for Mailbox<M> {}
 
 impl<M> Drop for Mailbox<M> {
     fn drop(&mut self) {
+        if self.supervised {
+            // The next life receives what this one took out but did not
+            // receive, then the queue.
+            let stash = std::mem::take(&mut self.stash);
+            lock(&self.inner.ctl).rare().handover = stash;
+            // SAFETY: we are the single consumer until the next life.
+            unsafe { self.inner.queue.forget_waker() };
+            return;
+        }
         self.inner.close();
-        if !self.owned_by_task {
-            let _ = self.inner.exit.put(Exit::Closed);
+        if !self.owned_by_task && self.inner.exit.put(Exit::Closed).is_ok() {
+            self.inner.die(&Exit::Closed, self.inner.actor_id(), true);
         }
         self.pull_all();
         // SAFETY: we are the single consumer, and it is going away.
