@@ -17,16 +17,23 @@
 %% message it takes with an ack (chain), or asks for every value it takes
 %% (fan-out), so each hop costs two messages. Ping-pong needs no emulation:
 %% each ping already waits for its pong.
+%%
+%% The `remote` workloads run between two Erlang nodes (see "Distribution"
+%% below); their runs are timed on the sending node.
 -module(fibra_bench).
 -export([main/1]).
+%% Called on the nodes of the remote workloads (through peer:call/5).
+-export([remote_host/0, remote_ping_pong/2, remote_throughput/2]).
 
 main([Workload | Args]) ->
     Status =
         try
             Params = [parse_param(A) || A <- Args],
             Runs = param(runs, Params),
-            Run = workload(Workload, Params),
-            measure(Runs, Run),
+            case remote_workload(Workload, Params) of
+                {ok, Fun, Arg} -> remote(Runs, Fun, Arg);
+                none -> measure(Runs, workload(Workload, Params))
+            end,
             0
         catch
             Class:Reason:Stack ->
@@ -77,6 +84,38 @@ workload("symmetric-mailbox", Params) ->
 workload("switch-baseline", Params) ->
     N = param(iterations, Params),
     fun() -> switch_baseline(N) end;
+workload("big-bang", Params) ->
+    N = param(processes, Params),
+    fun() -> big_bang(N) end;
+workload("hackbench", Params) ->
+    Groups = param(groups, Params),
+    Messages = param(messages, Params),
+    fun() -> hackbench(Groups, Messages) end;
+workload("mandelbrot", Params) ->
+    Size = param(size, Params),
+    Tasks = param(tasks, Params),
+    fun() -> mandelbrot(Size, Tasks) end;
+workload("random", Params) ->
+    Tasks = param(tasks, Params),
+    Values = param(values, Params),
+    fun() -> random(Tasks, Values) end;
+workload("count", Params) ->
+    Messages = param(messages, Params),
+    fun() -> count(Messages) end;
+workload("fjcreate", Params) ->
+    Actors = param(actors, Params),
+    fun() -> fjcreate(Actors) end;
+workload("fjthrput", Params) ->
+    Actors = param(actors, Params),
+    Messages = param(messages, Params),
+    fun() -> fjthrput(Actors, Messages) end;
+workload("big", Params) ->
+    Actors = param(actors, Params),
+    Pings = param(pings, Params),
+    fun() -> big(Actors, Pings) end;
+workload("fib", Params) ->
+    N = param(n, Params),
+    fun() -> fib(N) end;
 workload(Name, _) ->
     error({unknown_workload, Name}).
 
@@ -284,3 +323,371 @@ yield_times(0, Count) ->
 yield_times(N, Count) ->
     erlang:yield(),
     yield_times(N - 1, Count + 1).
+
+%% The `erlang` group (the Erlang-VM scalability study's benchmarks) and
+%% the `savina` group (Savina's actor micro-benchmarks); the same work as
+%% fibra-bench/src/workloads/actors/, see its module docs.
+
+%% big-bang: every process pings every other and answers each ping with a
+%% pong. Result: the pongs, N(N-1).
+big_bang(N) ->
+    Self = self(),
+    Pids = [spawn_link(fun() -> bang_start(Self, N) end) || _ <- lists:seq(1, N)],
+    [P ! {start, Pids} || P <- Pids],
+    lists:sum([receive {bang_done, Pongs} -> Pongs end || _ <- Pids]).
+
+bang_start(Main, N) ->
+    %% Pings that arrive before the start stay in the mailbox.
+    receive {start, Pids} -> ok end,
+    Me = self(),
+    [P ! {ping, Me} || P <- Pids, P =/= Me],
+    bang_loop(Main, N - 1, N - 1, 0).
+
+bang_loop(Main, 0, 0, Pongs) ->
+    Main ! {bang_done, Pongs};
+bang_loop(Main, Pings, PongsLeft, Pongs) ->
+    receive
+        {ping, From} ->
+            From ! pong,
+            bang_loop(Main, Pings - 1, PongsLeft, Pongs);
+        pong ->
+            bang_loop(Main, Pings, PongsLeft - 1, Pongs + 1)
+    end.
+
+%% hackbench: per group, 20 writers each send 0..Messages-1 to each of the
+%% group's 20 listeners. Result: the sum the listeners took.
+hackbench(Groups, Messages) ->
+    Self = self(),
+    lists:foreach(
+      fun(_) ->
+              Listeners = [spawn_link(fun() -> Self ! {listened, receive_sum(20 * Messages, 0)} end)
+                           || _ <- lists:seq(1, 20)],
+              [spawn_link(fun() -> send_rounds(Listeners, 0, Messages) end)
+               || _ <- lists:seq(1, 20)]
+      end,
+      lists:seq(1, Groups)),
+    lists:sum([receive {listened, Sum} -> Sum end || _ <- lists:seq(1, Groups * 20)]).
+
+%% Sends I to every target, for I in I..Messages-1.
+send_rounds(_, Messages, Messages) ->
+    ok;
+send_rounds(Targets, I, Messages) ->
+    [T ! I || T <- Targets],
+    send_rounds(Targets, I + 1, Messages).
+
+%% mandelbrot: Tasks processes each compute the Size x Size image; the
+%% runner waits for them in turn. Result: the iterations summed.
+mandelbrot(Size, Tasks) ->
+    in_turn([fun() -> mandel_image(Size) end || _ <- lists:seq(1, Tasks)]).
+
+%% Starts a linked process per fun and receives their results in turn.
+in_turn(Funs) ->
+    Self = self(),
+    Pids = [spawn_link(fun() -> Self ! {self(), F()} end) || F <- Funs],
+    lists:sum([receive {P, V} -> V end || P <- Pids]).
+
+mandel_image(Size) ->
+    S = float(Size),
+    lists:sum([mandel_row(Y * 3.0 / S - 1.5, S, Size, 0, 0) || Y <- lists:seq(0, Size - 1)]).
+
+mandel_row(_, _, Size, Size, Acc) ->
+    Acc;
+mandel_row(Ci, S, Size, X, Acc) ->
+    Cr = X * 3.0 / S - 2.0,
+    mandel_row(Ci, S, Size, X + 1, Acc + mandel_point(Cr, Ci, 0.0, 0.0, 0)).
+
+mandel_point(_, _, _, _, 255) ->
+    255;
+mandel_point(Cr, Ci, Zr, Zi, I) ->
+    case Zr * Zr + Zi * Zi =< 4.0 of
+        true -> mandel_point(Cr, Ci, Zr * Zr - Zi * Zi + Cr, 2.0 * Zr * Zi + Ci, I + 1);
+        false -> I
+    end.
+
+%% random: process Seed sorts Values numbers of a 31-bit LCG seeded with
+%% Seed, splits them, and returns the first of the upper half. Result:
+%% their sum.
+random(Tasks, Values) ->
+    in_turn([fun() -> random_middle(Seed, Values) end || Seed <- lists:seq(1, Tasks)]).
+
+lcg(X) ->
+    (X * 1103515245 + 12345) band 16#7fffffff.
+
+random_middle(Seed, Values) ->
+    Sorted = lists:sort(lcg_list(Seed, Values, [])),
+    {_, Upper} = lists:split(length(Sorted) div 2, Sorted),
+    case Upper of
+        [First | _] -> First;
+        [] -> 0
+    end.
+
+lcg_list(_, 0, Acc) ->
+    Acc;
+lcg_list(X, N, Acc) ->
+    Next = lcg(X),
+    lcg_list(Next, N - 1, [Next | Acc]).
+
+%% count: the runner sends 0..Messages-1 to a counter, then asks it for
+%% the total.
+count(Messages) ->
+    Counter = spawn_link(fun() -> counter(0) end),
+    send_rounds([Counter], 0, Messages),
+    Counter ! {get, self()},
+    receive {count, Total} -> Total end.
+
+counter(Total) ->
+    receive
+        {get, From} -> From ! {count, Total};
+        N -> counter(Total + N)
+    end.
+
+%% fjcreate: the runner creates Actors processes and sends each its index,
+%% which it sends back before ending (unlinked, as in spawn-join).
+fjcreate(Actors) ->
+    Self = self(),
+    fj_spawn(Self, 0, Actors),
+    join_all(Actors, 0).
+
+fj_spawn(_, Actors, Actors) ->
+    ok;
+fj_spawn(Self, I, Actors) ->
+    Pid = spawn(fun() -> receive V -> Self ! {joined, V} end end),
+    Pid ! I,
+    fj_spawn(Self, I + 1, Actors).
+
+%% fjthrput: the runner sends 0..Messages-1 to each of Actors processes,
+%% round-robin; each reports its sum.
+fjthrput(Actors, Messages) ->
+    Self = self(),
+    Workers = [spawn_link(fun() -> Self ! {sum, receive_sum(Messages, 0)} end)
+               || _ <- lists:seq(1, Actors)],
+    send_rounds(Workers, 0, Messages),
+    lists:sum([receive {sum, Sum} -> Sum end || _ <- Workers]).
+
+%% big: each process pings a pseudo-random process (LCG seeded with its
+%% index) and waits for the pong, Pings times, answering others' pings
+%% meanwhile; once all are done the runner stops them. Result: the pongs.
+big(Actors, Pings) ->
+    Self = self(),
+    Pids = list_to_tuple([spawn_link(fun() -> big_start(Self, Seed, Actors, Pings) end)
+                          || Seed <- lists:seq(1, Actors)]),
+    [P ! {start, Pids} || P <- tuple_to_list(Pids)],
+    Total = lists:sum([receive {big_done, A} -> A end || _ <- lists:seq(1, Actors)]),
+    [P ! exit || P <- tuple_to_list(Pids)],
+    Total.
+
+big_start(Main, Seed, N, Pings) ->
+    receive {start, Pids} -> ok end,
+    big_loop(Main, Pids, N, Pings, big_ping(Pids, N, Seed), 0).
+
+big_ping(Pids, N, X) ->
+    Next = lcg(X),
+    element(Next rem N + 1, Pids) ! {ping, self()},
+    Next.
+
+big_loop(Main, Pids, N, Pings, X, Answered) ->
+    receive
+        {ping, From} ->
+            From ! pong,
+            big_loop(Main, Pids, N, Pings, X, Answered);
+        pong when Answered + 1 < Pings ->
+            big_loop(Main, Pids, N, Pings, big_ping(Pids, N, X), Answered + 1);
+        pong ->
+            Main ! {big_done, Answered + 1},
+            big_loop(Main, Pids, N, Pings, X, Answered + 1);
+        exit ->
+            ok
+    end.
+
+%% fib: a process per call of the naive recursive fib (unlinked, as in
+%% spawn-join); each sends its value to its parent.
+fib(N) ->
+    Self = self(),
+    spawn(fun() -> fib_actor(N, Self) end),
+    receive {fib, V} -> V end.
+
+fib_actor(N, Parent) when N < 2 ->
+    Parent ! {fib, N};
+fib_actor(N, Parent) ->
+    Me = self(),
+    spawn(fun() -> fib_actor(N - 1, Me) end),
+    spawn(fun() -> fib_actor(N - 2, Me) end),
+    receive {fib, A} -> receive {fib, B} -> Parent ! {fib, A + B} end end.
+
+%% ---------------------------------------------------------------------
+%% Distribution: the `remote` group.
+%%
+%% Two Erlang nodes on this machine talk over loopback TCP with Erlang's
+%% own distribution protocol: `{Name, Node} ! Msg`. This program (not a
+%% distributed node itself) starts a private epmd on a free loopback port,
+%% then two nodes with the `peer` module (`-sname
+%% fibra_bench_{a,b}_<pid>@localhost`, so no DNS is needed; ERL_EPMD_PORT
+%% points them at the private epmd), and controls them over their standard
+%% input and output (peer's `standard_io` connection). Node b hosts the
+%% registered processes `pong` and `sink`; node a runs and times every run
+%% and returns {Seconds, Result}. At the end both nodes are stopped and the
+%% epmd is killed, whether the runs succeeded or not.
+
+%% The remote workloads: which function node a runs, with what.
+remote_workload("remote-ping-pong", Params) ->
+    {ok, remote_ping_pong, param(round_trips, Params)};
+remote_workload("remote-throughput", Params) ->
+    {ok, remote_throughput, param(messages, Params)};
+remote_workload(_, _) ->
+    none.
+
+remote(Runs, Fun, Arg) ->
+    Port = free_port(),
+    Epmd = start_epmd(Port),
+    try
+        Env = [{"ERL_EPMD_PORT", integer_to_list(Port)}],
+        Args = ["-pa", filename:dirname(code:which(?MODULE))],
+        Id = os:getpid(),
+        Start = fun(Tag) ->
+                        {ok, Peer, Node} =
+                            peer:start_link(#{name => list_to_atom("fibra_bench_" ++ Tag ++ "_" ++ Id),
+                                              host => "localhost",
+                                              connection => standard_io,
+                                              env => Env,
+                                              args => Args}),
+                        {Peer, Node}
+                end,
+        {A, _} = Start("a"),
+        {B, NodeB} = Start("b"),
+        try
+            ok = peer:call(B, ?MODULE, remote_host, []),
+            lists:foreach(
+              fun(I) ->
+                      {Seconds, Result} = peer:call(A, ?MODULE, Fun, [NodeB, Arg], infinity),
+                      io:format("{\"warmup\":~s,\"seconds\":~.9f,\"result\":~B}~n",
+                                [I =:= 0, Seconds, Result])
+              end,
+              lists:seq(0, Runs))
+        after
+            catch peer:stop(A),
+            catch peer:stop(B)
+        end
+    after
+        stop_epmd(Epmd, Port)
+    end.
+
+%% A loopback port that was free a moment ago.
+free_port() ->
+    {ok, Listen} = gen_tcp:listen(0, [{ip, {127, 0, 0, 1}}]),
+    {ok, Port} = inet:port(Listen),
+    ok = gen_tcp:close(Listen),
+    Port.
+
+%% Runs `epmd -port Port` in the foreground as a port program of this VM and
+%% waits until it answers.
+start_epmd(Port) ->
+    Exe = case os:find_executable("epmd") of
+              false -> error(epmd_not_found);
+              Found -> Found
+          end,
+    P = integer_to_list(Port),
+    Epmd = open_port({spawn_executable, Exe},
+                     %% -relaxed_command_check: `epmd -kill` works even if a
+                     %% node that is shutting down is still registered.
+                     [{args, ["-port", P, "-address", "127.0.0.1",
+                              "-relaxed_command_check"]}, exit_status,
+                      %% Its log lines (e.g. at -kill) are not ours to print.
+                      stderr_to_stdout]),
+    wait_epmd(Exe, P, 250),
+    Epmd.
+
+wait_epmd(_, P, 0) ->
+    error({epmd_did_not_start, list_to_integer(P)});
+wait_epmd(Exe, P, Tries) ->
+    case os:cmd(Exe ++ " -port " ++ P ++ " -names") of
+        "epmd: up" ++ _ -> ok;
+        _ -> timer:sleep(20), wait_epmd(Exe, P, Tries - 1)
+    end.
+
+%% `epmd -kill`, then wait for it to exit (asking again every 100 ms, for
+%% up to 5 s).
+stop_epmd(Epmd, Port) ->
+    Exe = os:find_executable("epmd"),
+    stop_epmd(Epmd, Exe ++ " -port " ++ integer_to_list(Port) ++ " -kill", Port, 50).
+
+stop_epmd(_, _, Port, 0) ->
+    io:format(standard_error, "fibra_bench: epmd on port ~B did not exit~n", [Port]);
+stop_epmd(Epmd, Kill, Port, Tries) ->
+    _ = os:cmd(Kill),
+    receive
+        {Epmd, {exit_status, _}} -> ok
+    after 100 ->
+            stop_epmd(Epmd, Kill, Port, Tries - 1)
+    end.
+
+%% On node b: the registered processes `pong` (answers {ping, From, V} with
+%% {pong, V + 1}) and `sink` (counts and sums integers; {count, From} gets
+%% {count, Count, Sum} and starts over). They outlive the call.
+remote_host() ->
+    Self = self(),
+    spawn(fun() ->
+                  register(pong, self()),
+                  register(sink, spawn(fun() -> sink(0, 0) end)),
+                  Self ! registered,
+                  pong()
+          end),
+    receive registered -> ok end.
+
+pong() ->
+    receive
+        {ping, From, V} ->
+            From ! {pong, V + 1},
+            pong()
+    end.
+
+sink(Count, Sum) ->
+    receive
+        {count, From} ->
+            From ! {count, Count, Sum},
+            sink(0, 0);
+        I ->
+            sink(Count + 1, Sum + I)
+    end.
+
+%% On node a: RoundTrips round trips to `pong` on NodeB, one after another.
+%% Result: the sum of the replies (1 + 2 + ... + RoundTrips).
+remote_ping_pong(NodeB, RoundTrips) ->
+    timed(fun() -> remote_pings({pong, NodeB}, 0, RoundTrips, 0) end).
+
+remote_pings(To, I, N, Sum) when I < N ->
+    To ! {ping, self(), I},
+    receive
+        {pong, V} -> remote_pings(To, I + 1, N, Sum + V)
+    end;
+remote_pings(_, _, _, Sum) ->
+    Sum.
+
+%% On node a: Messages integers 0..Messages-1 to `sink` on NodeB, then
+%% {count, self()}; timed until the count comes back. Result: how many the
+%% sink counted (their sum is checked too).
+remote_throughput(NodeB, Messages) ->
+    To = {sink, NodeB},
+    timed(fun() ->
+                  remote_casts(To, 0, Messages),
+                  To ! {count, self()},
+                  receive
+                      {count, Count, Sum} ->
+                          Expected = Messages * (Messages - 1) div 2,
+                          case Sum of
+                              Expected -> Count;
+                              _ -> error({wrong_sum, Sum, Expected})
+                          end
+                  end
+          end).
+
+remote_casts(_, N, N) ->
+    ok;
+remote_casts(To, I, N) ->
+    To ! I,
+    remote_casts(To, I + 1, N).
+
+timed(Run) ->
+    Start = erlang:monotonic_time(),
+    Result = Run(),
+    Elapsed = erlang:monotonic_time() - Start,
+    {erlang:convert_time_unit(Elapsed, native, nanosecond) / 1.0e9, Result}.

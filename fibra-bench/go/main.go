@@ -47,6 +47,16 @@ var workloads = map[string]func(args []string){
 	// The `general` group's timing workloads (timers.go, wakelatency.go).
 	"timers":       timers,
 	"wake-latency": wakeLatency,
+	// The `erlang` and `savina` groups (actors.go).
+	"big-bang":   bigBang,
+	"hackbench":  hackbench,
+	"mandelbrot": mandelbrot,
+	"random":     random,
+	"count":      count,
+	"fjcreate":   fjcreate,
+	"fjthrput":   fjthrput,
+	"big":        big,
+	"fib":        fib,
 }
 
 func main() {

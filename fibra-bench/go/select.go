@@ -1,7 +1,7 @@
 package main
 
 // The `cforall` group's channel benchmarks (Cforall's waituntil paper; see
-// fibra-bench/src/workloads/select.rs for the full description).
+// fibra-bench/src/workloads/select/ for the full description).
 //
 // select-channels: `producers` producer and `consumers` consumer goroutines
 // share `clauses` channels of capacity `capacity` (0: unbuffered). Each

@@ -154,6 +154,14 @@ impl Runner {
         }
     }
 
+    /// The Erlang program's workload `program` on one scheduler (`erl +S 1`).
+    pub const fn erlang_one_scheduler(program: &'static str) -> Self {
+        Self::External {
+            peer: Peer::Erlang1,
+            program,
+        }
+    }
+
     /// The Racket program's workload `program`.
     pub const fn racket(program: &'static str) -> Self {
         Self::External {

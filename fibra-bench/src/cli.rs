@@ -1,4 +1,4 @@
-//! Command-line options, parsed by hand (the suite keeps its dependencies few).
+//! Command-line options (parsed with `lexopt`; the help text is [`USAGE`]).
 
 /// What `--help` prints.
 pub const USAGE: &str = "\
@@ -25,6 +25,12 @@ OPTIONS:
 OUTPUT:
     a table on stdout (progress on stderr), target/fibra-bench/report.json and
     an SVG bar chart per group, target/fibra-bench/<group>.svg
+
+NOTES:
+    every row runs in a fresh process; the tokio-*-mimalloc rows run in a second
+    executable, fibra-bench-mimalloc (mimalloc as the global allocator), which the
+    suite builds with cargo on first use. Go, Erlang and Racket rows are skipped
+    with a note when their toolchain is missing (see docs/benchmarks.md)
 ";
 
 /// The options of one benchmark run.
@@ -82,51 +88,42 @@ pub enum Command {
     Help,
 }
 
-/// Parses the arguments that follow the program name.
+/// Parses the arguments that follow the program name (with `lexopt`:
+/// `--name value` and `--name=value` alike, `--` before a filter that
+/// starts with `-`).
 pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Command, String> {
+    use lexopt::prelude::*;
+
     let mut options = Options::default();
-    let mut args = args.into_iter();
-    while let Some(arg) = args.next() {
-        // `--name=value` and `--name value` are both accepted.
-        let (name, mut inline_value) = match arg.split_once('=') {
-            Some((name, value)) if name.starts_with("--") => {
-                (name.to_string(), Some(value.to_string()))
-            }
-            _ => (arg.clone(), None),
-        };
-        if inline_value.is_some() && !matches!(name.as_str(), "--runs" | "--workers" | "--system") {
-            return Err(format!("{name} takes no value"));
+    let mut parser = lexopt::Parser::from_args(args);
+    // A count of at least 1, for `--runs` and `--workers`.
+    let count = |parser: &mut lexopt::Parser, name: &str| -> Result<usize, String> {
+        let text = parser.value().map_err(|e| e.to_string())?;
+        let text = text.to_string_lossy();
+        match text.parse::<usize>() {
+            Ok(0) => Err(format!("--{name} must be at least 1")),
+            Ok(n) => Ok(n),
+            Err(_) => Err(format!("--{name} needs a number, got `{text}`")),
         }
-        let mut value = || match inline_value.take() {
-            Some(text) => Ok(text),
-            None => args.next().ok_or(format!("{name} needs a value")),
-        };
-        let mut number = || -> Result<usize, String> {
-            let text = value()?;
-            text.parse()
-                .map_err(|_| format!("{name} needs a number, got `{text}`"))
-        };
-        match name.as_str() {
-            "-h" | "--help" => return Ok(Command::Help),
-            "--quick" => options.quick = true,
-            "--json" => options.json = true,
-            "--list" => options.list = true,
-            "--runs" => {
-                options.runs = number()?;
-                if options.runs == 0 {
-                    return Err("--runs must be at least 1".into());
-                }
+    };
+    while let Some(arg) = parser.next().map_err(|e| e.to_string())? {
+        match arg {
+            Short('h') | Long("help") => return Ok(Command::Help),
+            Long("quick") => options.quick = true,
+            Long("json") => options.json = true,
+            Long("list") => options.list = true,
+            Long("runs") => options.runs = count(&mut parser, "runs")?,
+            Long("workers") => options.workers = Some(count(&mut parser, "workers")?),
+            Long("system") => {
+                let name = parser.value().map_err(|e| e.to_string())?;
+                options
+                    .systems
+                    .push(name.string().map_err(|e| e.to_string())?);
             }
-            "--workers" => {
-                let workers = number()?;
-                if workers == 0 {
-                    return Err("--workers must be at least 1".into());
-                }
-                options.workers = Some(workers);
-            }
-            "--system" => options.systems.push(value()?),
-            flag if flag.starts_with('-') => return Err(format!("unknown option `{flag}`")),
-            _ => options.filters.push(arg),
+            Value(filter) => options
+                .filters
+                .push(filter.string().map_err(|e| e.to_string())?),
+            _ => return Err(arg.unexpected().to_string()),
         }
     }
     Ok(Command::Run(options))
@@ -180,6 +177,9 @@ mod tests {
         assert!(parse_strs(&["--runs", "0"]).is_err());
         assert!(parse_strs(&["--fast"]).is_err());
         assert!(parse_strs(&["--quick=yes"]).is_err());
+        assert!(parse_strs(&["--workers", "0"]).is_err());
+        let unknown = parse_strs(&["--fast"]).unwrap_err();
+        assert!(unknown.contains("--fast"), "{unknown}");
     }
 
     #[test]

@@ -4,6 +4,7 @@
 use std::any::Any;
 use std::fmt;
 use std::panic::{self, AssertUnwindSafe};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -13,6 +14,7 @@ use crate::peers::child;
 use crate::peers::external::Peer;
 use crate::peers::run_line::PeerRun;
 use crate::report::Row;
+use crate::system::{Allocator, System};
 use crate::workloads::Config;
 
 /// Median, min and max of the timed runs, in seconds.
@@ -113,6 +115,9 @@ pub struct Harness {
     /// Run each in-process row in a fresh process of this executable,
     /// which builds the rows from this configuration ([`row_main`]).
     isolate: Option<Config>,
+    /// The `fibra-bench-mimalloc` executable once built (or why not), for
+    /// the rows that want mimalloc.
+    mimalloc: Option<Result<PathBuf, String>>,
 }
 
 impl Harness {
@@ -123,6 +128,7 @@ impl Harness {
             runs,
             peers,
             isolate: None,
+            mimalloc: None,
         }
     }
 
@@ -151,6 +157,14 @@ impl Harness {
                 let _ = self.peers.get(peer).launch();
             }
         }
+        if self.isolate.is_some()
+            && cases.iter().any(|c| {
+                c.system.allocator() == Allocator::Mimalloc
+                    && matches!(c.runner, Runner::InProcess(_))
+            })
+        {
+            let _ = self.mimalloc_exe();
+        }
         for (i, case) in cases.into_iter().enumerate() {
             let label = case.label();
             eprint!("[{}/{total}] {label} ... ", i + 1);
@@ -162,7 +176,7 @@ impl Harness {
                 extra,
                 measured,
             } = case;
-            match self.measure(&label, &spec, runner, measured)? {
+            match self.measure(&label, &spec, system, runner, measured)? {
                 Samples::Timed(samples, figures) => {
                     let stats = Stats::from_samples(&samples);
                     eprintln!(
@@ -190,11 +204,19 @@ impl Harness {
         Ok(summary)
     }
 
+    /// The `fibra-bench-mimalloc` executable, built on first call.
+    fn mimalloc_exe(&mut self) -> Result<PathBuf, String> {
+        self.mimalloc
+            .get_or_insert_with(crate::mimalloc_bin::build)
+            .clone()
+    }
+
     /// Runs one row with `runner`: warm-up, timed runs, checks.
     fn measure(
         &mut self,
         label: &str,
         spec: &Spec,
+        system: System,
         runner: Runner,
         measured: &[&'static str],
     ) -> Result<Samples, BenchError> {
@@ -203,11 +225,30 @@ impl Harness {
             message,
         };
         match runner {
-            Runner::InProcess(setup) => match &self.isolate {
-                None => measure_in_process(label, spec, setup, self.runs),
-                Some(config) => measure_in_row_process(label, config, self.runs),
+            Runner::InProcess(setup) => {
+                let exe = match (system.allocator(), self.isolate) {
+                    (Allocator::System, _) => None,
+                    (Allocator::Mimalloc, Some(_)) => match self.mimalloc_exe() {
+                        Ok(exe) => Some(exe),
+                        Err(reason) => {
+                            return Ok(Samples::Skipped(format!(
+                                "{} rows: {reason}",
+                                crate::mimalloc_bin::NAME
+                            )));
+                        }
+                    },
+                    (Allocator::Mimalloc, None) => {
+                        return Ok(Samples::Skipped(
+                            "mimalloc rows: run only in row processes".to_string(),
+                        ));
+                    }
+                };
+                match self.isolate {
+                    None => measure_in_process(label, spec, setup, self.runs),
+                    Some(config) => measure_in_row_process(label, &config, exe, self.runs),
+                }
+                .map(|samples| Samples::Timed(samples, Params::new()))
             }
-            .map(|samples| Samples::Timed(samples, Params::new())),
             Runner::External { peer, program } => match self.peers.get(peer).launch() {
                 Ok(launch) => {
                     let reported = launch
@@ -277,13 +318,15 @@ fn measure_in_process(
 /// The first argument that makes this executable a row process.
 pub const ROW_ARG: &str = "__row";
 
-/// Starts `fibra-bench __row <label> <runs> <quick> <workers>`, which runs
-/// the in-process row `label` (warm-up and timed runs, every result
-/// checked) and prints its timed samples as a JSON array. Its progress dots
-/// and any error go to our stderr.
+/// Starts `fibra-bench __row <label> <runs> <quick> <workers>` (or `exe`
+/// instead of this executable), which runs the in-process row `label`
+/// (warm-up and timed runs, every result checked) and prints its timed
+/// samples as a JSON array. Its progress dots and any error go to our
+/// stderr.
 fn measure_in_row_process(
     label: &str,
     config: &Config,
+    exe: Option<PathBuf>,
     runs: usize,
 ) -> Result<Vec<f64>, BenchError> {
     let failed = |message| BenchError::Peer {
@@ -294,8 +337,12 @@ fn measure_in_row_process(
         .workers
         .map_or_else(|| "-".to_string(), |n| n.to_string());
     let (runs_arg, quick) = (runs.to_string(), config.quick.to_string());
-    let stdout =
-        child::run_self(&[ROW_ARG, label, &runs_arg, &quick, &workers], true).map_err(failed)?;
+    let args = [ROW_ARG, label, &runs_arg, &quick, &workers];
+    let stdout = match exe {
+        None => child::run_self(&args, true),
+        Some(exe) => child::run_exe(&exe, &args, true),
+    }
+    .map_err(failed)?;
     serde_json::from_str::<Vec<f64>>(stdout.trim())
         .ok()
         .filter(|samples| samples.len() == runs)
@@ -304,7 +351,9 @@ fn measure_in_row_process(
 
 /// What `main` does when the first argument is [`ROW_ARG`]: measures one
 /// in-process row and prints its samples (see [`measure_in_row_process`]).
-pub fn row_main(args: &[String]) -> ExitCode {
+/// `allocator` is this executable's global allocator: a row that wants
+/// another one is an error, not a measurement.
+pub fn row_main(args: &[String], allocator: Allocator) -> ExitCode {
     let result = (|| {
         let [label, runs, quick, workers] = args else {
             return Err(format!(
@@ -325,6 +374,13 @@ pub fn row_main(args: &[String]) -> ExitCode {
         let Runner::InProcess(setup) = case.runner else {
             return Err(format!("{label} is not an in-process row"));
         };
+        if case.system.allocator() != allocator {
+            return Err(format!(
+                "{label} wants the {} allocator, this executable has the {}",
+                case.system.allocator().name(),
+                allocator.name()
+            ));
+        }
         let samples =
             measure_in_process(label, &case.spec, setup, runs).map_err(|e| e.to_string())?;
         serde_json::to_string(&samples).map_err(|e| e.to_string())
@@ -537,6 +593,20 @@ mod tests {
         let summary = harness(1).run_all(cases).unwrap();
         assert!(summary.rows.is_empty());
         assert_eq!(summary.skipped, ["no runtime"]);
+    }
+
+    #[test]
+    fn a_mimalloc_row_never_runs_with_this_executables_allocator() {
+        // Without row processes there is no second executable to run it in.
+        let case = spec(7).on(System::TokioCtMimalloc, on_threads(|| 7));
+        let summary = harness(1).run_all(vec![case]).unwrap();
+        assert!(summary.rows.is_empty());
+        assert_eq!(
+            summary.skipped,
+            ["mimalloc rows: run only in row processes"]
+        );
+        assert_eq!(System::TokioMtMimalloc.allocator(), Allocator::Mimalloc);
+        assert_eq!(System::TokioMt.allocator(), Allocator::System);
     }
 
     #[test]

@@ -20,7 +20,10 @@ pub fn target_dir() -> PathBuf {
                 .find(|dir| dir.join("CACHEDIR.TAG").is_file())
                 .map(Path::to_path_buf)
         })
-        .unwrap_or_else(|| manifest_dir().join("../target"))
+        .unwrap_or_else(|| match manifest_dir().parent() {
+            Some(workspace) => workspace.join("target"),
+            None => manifest_dir().join("target"),
+        })
 }
 
 /// `<target>/fibra-bench`: the report, the charts, and the built peers
@@ -31,9 +34,10 @@ pub fn output_dir() -> PathBuf {
 
 /// The sources of an external peer: `fibra-bench/go`, `erlang`, `racket`.
 pub fn peer_source_dir(peer: Peer) -> PathBuf {
-    manifest_dir().join(peer.name())
+    manifest_dir().join(peer.source_folder())
 }
 
-fn manifest_dir() -> &'static Path {
+/// The fibra-bench crate's directory.
+pub fn manifest_dir() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }

@@ -36,11 +36,20 @@ pub enum System {
     TokioMt,
     /// flume's async API on a 2-worker tokio multi-thread runtime.
     FlumeTokioMt,
+    /// [`Self::TokioCt`] with mimalloc as the global allocator (in the
+    /// `fibra-bench-mimalloc` executable), as production tokio users often
+    /// run it: fibra's tasks come from its own per-worker slabs, tokio's from
+    /// the global allocator, so glibc's malloc alone would tilt a ratio.
+    TokioCtMimalloc,
+    /// [`Self::TokioMt`] with mimalloc as the global allocator.
+    TokioMtMimalloc,
     /// Goroutines and Go channels (a separate program, see `go/`).
     Go,
     /// Erlang/OTP processes and message passing (a separate program, see
     /// `erlang/`), on the default SMP VM (one scheduler per core).
     Erlang,
+    /// The same Erlang program on a VM with one scheduler (`erl +S 1`).
+    Erlang1,
     /// Racket threads and rendezvous channels (`make-channel`; a separate
     /// program, see `racket/`). Racket threads are green threads on one OS
     /// thread.
@@ -68,8 +77,11 @@ impl System {
             Self::FlumeTokioCt => "flume-tokio-ct",
             Self::TokioMt => "tokio-mt",
             Self::FlumeTokioMt => "flume-tokio-mt",
+            Self::TokioCtMimalloc => "tokio-ct-mimalloc",
+            Self::TokioMtMimalloc => "tokio-mt-mimalloc",
             Self::Go => "go",
             Self::Erlang => "erlang",
+            Self::Erlang1 => "erlang-1",
             Self::Racket => "racket",
             Self::Floor => "floor",
         }
@@ -105,9 +117,15 @@ impl System {
             Self::Crossbeam | Self::FlumeThreads => &[Self::FibraThreads],
             Self::Go => &[Self::Fibra, Self::FibraThreads],
             Self::Erlang | Self::Racket => &[Self::Fibra],
-            Self::TokioCt | Self::FlumeTokioCt => &[Self::FibraTokioCt, Self::FibraCt],
+            // One scheduler against one worker.
+            Self::Erlang1 => &[Self::Fibra1],
+            Self::TokioCt | Self::FlumeTokioCt | Self::TokioCtMimalloc => {
+                &[Self::FibraTokioCt, Self::FibraCt]
+            }
             Self::TokioCtOneshot | Self::Floor => &[Self::FibraCt],
-            Self::TokioMt | Self::FlumeTokioMt => &[Self::FibraTokioMt, Self::Fibra],
+            Self::TokioMt | Self::FlumeTokioMt | Self::TokioMtMimalloc => {
+                &[Self::FibraTokioMt, Self::Fibra]
+            }
             Self::Fibra
             | Self::Fibra1
             | Self::FibraCt
@@ -120,9 +138,39 @@ impl System {
     /// Whether the peer is also compared with the fastest fibra row: the
     /// language runtimes (Go, Erlang, Racket), whose execution model matches
     /// none of fibra's rows exactly (Racket's threads, for one, share one OS
-    /// thread, like `fibra-ct`).
+    /// thread, like `fibra-ct`). `erlang-1` is compared with `fibra-1`
+    /// first (one scheduler against one worker).
     pub const fn vs_best_fibra(self) -> bool {
-        matches!(self, Self::Go | Self::Erlang | Self::Racket)
+        matches!(self, Self::Go | Self::Erlang | Self::Erlang1 | Self::Racket)
+    }
+
+    /// The global allocator the row runs with (in-process rows; an external
+    /// program has its own).
+    pub const fn allocator(self) -> Allocator {
+        match self {
+            Self::TokioCtMimalloc | Self::TokioMtMimalloc => Allocator::Mimalloc,
+            _ => Allocator::System,
+        }
+    }
+}
+
+/// A global allocator, fixed per executable: `fibra-bench` has the
+/// system's, `fibra-bench-mimalloc` mimalloc.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Allocator {
+    /// The system's allocator (glibc's malloc on Linux).
+    System,
+    /// mimalloc.
+    Mimalloc,
+}
+
+impl Allocator {
+    /// `system` or `mimalloc`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::System => "system",
+            Self::Mimalloc => "mimalloc",
+        }
     }
 }
 

@@ -10,6 +10,7 @@
 
 use crate::error::{CallError, ReplyError};
 use crate::node::{Node, NodeInner, Outgoing};
+use crate::out_queue::PushError;
 use crate::remote_addr::RemoteAddr;
 use crate::wire::{self, Kind};
 use async_nats::Subject;
@@ -131,6 +132,25 @@ impl<M: Serialize + Send> RemoteAddr<M> {
     }
 
     /// Calls and waits: [`call_op`](Self::call_op), performed.
+    ///
+    /// ```no_run
+    /// use fibra_remote::{CallError, ReplyTo};
+    /// use serde::{Deserialize, Serialize};
+    /// use std::time::Duration;
+    ///
+    /// #[derive(Serialize, Deserialize)]
+    /// enum Msg {
+    ///     Get(String, ReplyTo<Option<String>>),
+    /// }
+    ///
+    /// # fibra::block_on(async {
+    /// # let node = fibra_remote::Node::connect("nats://127.0.0.1:4222").await.unwrap();
+    /// let mut kv = node.lookup::<Msg>("kv").await.unwrap();
+    /// let got: Result<Option<String>, CallError> =
+    ///     kv.call(|reply| Msg::Get("k".into(), reply), Duration::from_secs(1)).await;
+    /// println!("{got:?}");
+    /// # });
+    /// ```
     pub async fn call<R, F>(&mut self, make: F, timeout: Duration) -> Result<R, CallError>
     where
         R: DeserializeOwned + Send + 'static,
@@ -146,6 +166,29 @@ impl<M: Serialize + Send> RemoteAddr<M> {
 ///
 /// Serializes as three integers; a `ReplyTo` received through a node
 /// replies through that node.
+///
+/// ```no_run
+/// use fibra_remote::ReplyTo;
+/// use serde::{Deserialize, Serialize};
+/// use std::time::Duration;
+///
+/// #[derive(Serialize, Deserialize)]
+/// struct Ask(u64, ReplyTo<u64>);
+///
+/// # fibra::block_on(async {
+/// # let node = fibra_remote::Node::connect("nats://127.0.0.1:4222").await.unwrap();
+/// // The actor side: answer each request through the `ReplyTo` it carries.
+/// let actor = fibra::spawn_actor(|mut mb: fibra::Mailbox<Ask>| async move {
+///     while let Some(Ask(n, reply)) = mb.recv().await {
+///         let _ = reply.send(n * 2);
+///     }
+/// });
+/// node.register("doubler", actor).await.unwrap();
+/// // The caller side: `call` makes the `ReplyTo` and waits for the reply.
+/// let mut doubler = node.lookup::<Ask>("doubler").await.unwrap();
+/// assert_eq!(doubler.call(|r| Ask(21, r), Duration::from_secs(1)).await, Ok(42));
+/// # });
+/// ```
 pub struct ReplyTo<R> {
     node: u64,
     rbox: u64,
@@ -157,9 +200,30 @@ pub struct ReplyTo<R> {
 
 impl<R: Serialize> ReplyTo<R> {
     /// Sends the reply (never blocks). Fails if there is no node to send
-    /// through, or the reply cannot be encoded or is too large; a reply to
+    /// through, its outgoing queue is full, or the reply cannot be encoded
+    /// or is too large; a reply to
     /// a caller that has gone is dropped at the caller's node (counted
     /// there as undeliverable).
+    ///
+    /// ```no_run
+    /// use fibra_remote::ReplyTo;
+    /// use serde::{Deserialize, Serialize};
+    ///
+    /// #[derive(Serialize, Deserialize)]
+    /// struct Ping(ReplyTo<String>);
+    ///
+    /// # fibra::block_on(async {
+    /// # let node = fibra_remote::Node::connect("nats://127.0.0.1:4222").await.unwrap();
+    /// let actor = fibra::spawn_actor(|mut mb: fibra::Mailbox<Ping>| async move {
+    ///     while let Some(Ping(reply)) = mb.recv().await {
+    ///         if let Err(e) = reply.send("pong".to_string()) {
+    ///             eprintln!("reply not sent: {e}");
+    ///         }
+    ///     }
+    /// });
+    /// node.register("pinger", actor).await.unwrap();
+    /// # });
+    /// ```
     pub fn send(self, value: R) -> Result<(), ReplyError> {
         let inner = self
             .via
@@ -176,10 +240,10 @@ impl<R: Serialize> ReplyTo<R> {
             )));
         }
         let subject = Subject::from(inner.node_subject(self.node, "r"));
-        if inner.push(Outgoing::Raw { subject, buf }) {
-            Ok(())
-        } else {
-            Err(ReplyError::NoNode)
+        match inner.push(Outgoing::Raw { subject, buf }) {
+            Ok(()) => Ok(()),
+            Err(PushError::Full) => Err(ReplyError::Full),
+            Err(PushError::Closed) => Err(ReplyError::NoNode),
         }
     }
 }

@@ -6,6 +6,20 @@ use std::fmt;
 /// Why a monitored remote actor is gone: what
 /// [`RemoteAddr::exited_op`](crate::RemoteAddr::exited_op) yields (Erlang's
 /// `'DOWN'` reason).
+///
+/// ```no_run
+/// use fibra_remote::Down;
+///
+/// # fibra::block_on(async {
+/// # let node = fibra_remote::Node::connect("nats://127.0.0.1:4222").await.unwrap();
+/// let addr = node.lookup::<u32>("worker").await.unwrap();
+/// match addr.exited().await {
+///     Down::Normal => println!("worker finished"),
+///     Down::NodeUnreachable => println!("lost contact with the worker's node"),
+///     other => println!("worker gone: {other}"),
+/// }
+/// # });
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub enum Down {
@@ -59,6 +73,14 @@ impl fmt::Display for Down {
 ///
 /// These are the errors a sender can know locally. A message that was sent
 /// may still be lost (at most once delivery): see the crate docs.
+///
+/// ```
+/// use fibra_remote::{Down, SendError};
+///
+/// let err = SendError::Down(7u32, Down::NodeStopped);
+/// assert!(!err.to_string().is_empty());
+/// assert_eq!(err.into_inner(), 7); // every variant hands the message back
+/// ```
 #[derive(Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum SendError<M> {
@@ -66,6 +88,11 @@ pub enum SendError<M> {
     Down(M, Down),
     /// This node was closed.
     NodeClosed(M),
+    /// This node's outgoing queue is full (see
+    /// [`NodeOptions::outgoing_capacity`](crate::NodeOptions::outgoing_capacity)):
+    /// the node sends faster than its connection drains, or NATS is
+    /// unreachable. Nothing was queued; try again later, or drop it.
+    Full(M),
     /// The encoded message is larger than the NATS server accepts.
     TooLarge {
         /// The message.
@@ -81,10 +108,18 @@ pub enum SendError<M> {
 
 impl<M> SendError<M> {
     /// The message that was not sent.
+    ///
+    /// ```
+    /// use fibra_remote::SendError;
+    ///
+    /// let err = SendError::NodeClosed("hello");
+    /// assert_eq!(err.into_inner(), "hello");
+    /// ```
     pub fn into_inner(self) -> M {
         match self {
             SendError::Down(m, _)
             | SendError::NodeClosed(m)
+            | SendError::Full(m)
             | SendError::TooLarge { msg: m, .. }
             | SendError::Encode(m, _) => m,
         }
@@ -96,6 +131,7 @@ impl<M> fmt::Display for SendError<M> {
         match self {
             SendError::Down(_, why) => write!(f, "not sent: {why}"),
             SendError::NodeClosed(_) => f.write_str("not sent: the node is closed"),
+            SendError::Full(_) => f.write_str("not sent: the node's outgoing queue is full"),
             SendError::TooLarge { size, max, .. } => write!(
                 f,
                 "not sent: the message is {size} bytes, the NATS server takes at most {max}"
@@ -108,6 +144,25 @@ impl<M> fmt::Display for SendError<M> {
 impl<M: fmt::Debug> std::error::Error for SendError<M> {}
 
 /// Why [`Node::register`](crate::Node::register) failed.
+///
+/// ```no_run
+/// use fibra_remote::RegisterError;
+///
+/// # fibra::block_on(async {
+/// # let node = fibra_remote::Node::connect("nats://127.0.0.1:4222").await.unwrap();
+/// let a = fibra::spawn_actor(|mut mb: fibra::Mailbox<u8>| async move { mb.recv().await; });
+/// let b = fibra::spawn_actor(|mut mb: fibra::Mailbox<u8>| async move { mb.recv().await; });
+/// node.register("unique", a).await.unwrap();
+/// match node.register("unique", b).await {
+///     Err(RegisterError::NameTaken { name, .. }) => assert_eq!(name, "unique"),
+///     other => panic!("{other:?}"),
+/// }
+/// assert!(matches!(
+///     node.register("no spaces", fibra::mailbox::<u8>().0).await,
+///     Err(RegisterError::InvalidName(_))
+/// ));
+/// # });
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum RegisterError {
@@ -149,6 +204,18 @@ impl fmt::Display for RegisterError {
 impl std::error::Error for RegisterError {}
 
 /// Why [`Node::lookup`](crate::Node::lookup) failed.
+///
+/// ```no_run
+/// use fibra_remote::LookupError;
+///
+/// # fibra::block_on(async {
+/// # let node = fibra_remote::Node::connect("nats://127.0.0.1:4222").await.unwrap();
+/// match node.lookup::<u8>("nobody").await {
+///     Err(LookupError::NotFound(name)) => assert_eq!(name, "nobody"),
+///     other => panic!("{:?}", other.map(|_| ())),
+/// }
+/// # });
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum LookupError {
@@ -173,6 +240,25 @@ impl fmt::Display for LookupError {
 impl std::error::Error for LookupError {}
 
 /// Why a [`call`](crate::RemoteAddr::call_op) got no reply.
+///
+/// ```no_run
+/// use fibra_remote::{CallError, ReplyTo};
+/// use serde::{Deserialize, Serialize};
+/// use std::time::Duration;
+///
+/// #[derive(Serialize, Deserialize)]
+/// struct Msg(ReplyTo<()>);
+///
+/// # fibra::block_on(async {
+/// # let node = fibra_remote::Node::connect("nats://127.0.0.1:4222").await.unwrap();
+/// let mut addr = node.lookup::<Msg>("slow").await.unwrap();
+/// match addr.call(Msg, Duration::from_millis(10)).await {
+///     Ok(()) => println!("answered"),
+///     Err(CallError::Timeout) => println!("no answer in 10 ms"),
+///     Err(e) => println!("failed: {e}"),
+/// }
+/// # });
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum CallError {
@@ -200,12 +286,22 @@ impl fmt::Display for CallError {
 impl std::error::Error for CallError {}
 
 /// Why a [`ReplyTo::send`](crate::ReplyTo::send) failed.
+///
+/// ```
+/// use fibra_remote::ReplyError;
+///
+/// let err = ReplyError::NoNode; // the `ReplyTo` did not come through a node
+/// assert!(!err.to_string().is_empty());
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ReplyError {
     /// This `ReplyTo` was not received through a node (or its node is
     /// closed): there is no connection to reply through.
     NoNode,
+    /// The node's outgoing queue is full (see
+    /// [`NodeOptions::outgoing_capacity`](crate::NodeOptions::outgoing_capacity)).
+    Full,
     /// The reply could not be serialized, or is larger than the server
     /// takes.
     Encode(String),
@@ -215,6 +311,7 @@ impl fmt::Display for ReplyError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ReplyError::NoNode => f.write_str("no open node to reply through"),
+            ReplyError::Full => f.write_str("the node's outgoing queue is full"),
             ReplyError::Encode(e) => write!(f, "cannot send the reply: {e}"),
         }
     }
@@ -223,6 +320,14 @@ impl fmt::Display for ReplyError {
 impl std::error::Error for ReplyError {}
 
 /// Why [`Node::connect`](crate::Node::connect) failed.
+///
+/// ```
+/// // No NATS server listens on port 1.
+/// fibra::block_on(async {
+///     let err = fibra_remote::Node::connect("nats://127.0.0.1:1").await.err().unwrap();
+///     assert!(err.to_string().starts_with("cannot connect to NATS"));
+/// });
+/// ```
 #[derive(Debug)]
 pub struct ConnectError(pub(crate) String);
 

@@ -73,6 +73,7 @@ mod call;
 mod error;
 mod lookup;
 mod node;
+mod out_queue;
 mod register;
 mod remote_addr;
 mod server;

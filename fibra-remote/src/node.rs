@@ -7,9 +7,9 @@
 //!   (heartbeats, liveness queries, replies), one bridge task per
 //!   registered actor and one watcher per remote node monitored. Nothing
 //!   else awaits a NATS future.
-//! * Outgoing messages go through one queue (`out`, an unbounded tokio
-//!   channel: a push never blocks, from any thread) drained by the one
-//!   publisher task, in order. So the messages of one node to one actor
+//! * Outgoing messages go through one queue (`out`, see `out_queue.rs`: a
+//!   push never blocks, from any thread, and is refused when the queue is
+//!   full) drained by the one publisher task, in order. So the messages of one node to one actor
 //!   reach NATS in the order their `send`s were queued, and the publisher,
 //!   the only task that touches a target's sequence counter, numbers them
 //!   in that order.
@@ -21,6 +21,7 @@
 //!   shuts the runtime down, which drops the tasks and their `Arc`s.
 
 use crate::error::{ConnectError, Down};
+use crate::out_queue::{OutQueue, PushError};
 use crate::service;
 use crate::stats::{Counters, Stats, bump};
 use async_nats::Subject;
@@ -32,7 +33,6 @@ use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::mpsc;
 
 /// How a [`Node`] connects and how fast it detects dead peers.
 ///
@@ -62,6 +62,7 @@ pub struct NodeOptions {
     request_timeout: Duration,
     subscription_capacity: usize,
     max_reconnect_delay: Duration,
+    outgoing_capacity: usize,
 }
 
 impl Default for NodeOptions {
@@ -73,8 +74,18 @@ impl Default for NodeOptions {
 impl NodeOptions {
     /// The defaults: heartbeats every 250 ms, a node down after 1 s without
     /// one, requests (lookups, registrations) answered within 2 s, 65,536
-    /// messages buffered per subscription, reconnection attempts at most
+    /// messages buffered per subscription, 1,048,576 sends and replies
+    /// waiting at most in the outgoing queue, reconnection attempts at most
     /// 500 ms apart, subjects under `fibra.`.
+    ///
+    /// ```no_run
+    /// use fibra_remote::NodeOptions;
+    ///
+    /// # fibra::block_on(async {
+    /// let node = NodeOptions::new().connect("nats://127.0.0.1:4222").await.unwrap();
+    /// assert!(node.is_connected());
+    /// # });
+    /// ```
     pub fn new() -> Self {
         Self {
             name: None,
@@ -85,10 +96,24 @@ impl NodeOptions {
             request_timeout: Duration::from_secs(2),
             subscription_capacity: 65_536,
             max_reconnect_delay: Duration::from_millis(500),
+            outgoing_capacity: DEFAULT_OUTGOING_CAPACITY,
         }
     }
 
     /// The connection's name, as NATS monitoring shows it.
+    ///
+    /// ```no_run
+    /// use fibra_remote::NodeOptions;
+    ///
+    /// # fibra::block_on(async {
+    /// let node = NodeOptions::new()
+    ///     .name("billing-1")
+    ///     .connect("nats://127.0.0.1:4222")
+    ///     .await
+    ///     .unwrap();
+    /// assert_eq!(node.name(), "billing-1");
+    /// # });
+    /// ```
     pub fn name(mut self, name: impl Into<String>) -> Self {
         self.name = Some(name.into());
         self
@@ -98,6 +123,15 @@ impl NodeOptions {
     /// NKey, JWT, `.creds` file) and TLS (`require_tls`, root and client
     /// certificates) are set here. The node then sets its own name, event
     /// callback, subscription capacity and reconnection delay on them.
+    ///
+    /// ```no_run
+    /// use fibra_remote::NodeOptions;
+    ///
+    /// # fibra::block_on(async {
+    /// let nats = fibra_remote::async_nats::ConnectOptions::new().name("my-service");
+    /// let node = NodeOptions::new().nats(nats).connect("nats://127.0.0.1:4222").await.unwrap();
+    /// # });
+    /// ```
     pub fn nats(mut self, options: async_nats::ConnectOptions) -> Self {
         self.nats = Some(options);
         self
@@ -109,6 +143,15 @@ impl NodeOptions {
     /// # Panics
     ///
     /// If `prefix` is empty or holds whitespace, `*` or `>`.
+    ///
+    /// ```no_run
+    /// use fibra_remote::NodeOptions;
+    ///
+    /// # fibra::block_on(async {
+    /// // Nodes with different prefixes do not see each other's names.
+    /// let staging = NodeOptions::new().prefix("staging").connect("nats://127.0.0.1:4222").await.unwrap();
+    /// # });
+    /// ```
     pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
         let prefix = prefix.into();
         assert!(
@@ -129,6 +172,20 @@ impl NodeOptions {
     /// # Panics
     ///
     /// If `interval` is zero or `down_after` is not above `interval`.
+    ///
+    /// ```no_run
+    /// use fibra_remote::NodeOptions;
+    /// use std::time::Duration;
+    ///
+    /// # fibra::block_on(async {
+    /// let node = NodeOptions::new()
+    ///     .heartbeat(Duration::from_millis(100), Duration::from_millis(500))
+    ///     .connect("nats://127.0.0.1:4222")
+    ///     .await
+    ///     .unwrap();
+    /// assert_eq!(node.down_after(), Duration::from_millis(500));
+    /// # });
+    /// ```
     pub fn heartbeat(mut self, interval: Duration, down_after: Duration) -> Self {
         assert!(
             !interval.is_zero() && down_after > interval,
@@ -140,6 +197,19 @@ impl NodeOptions {
     }
 
     /// How long a lookup or a registration waits for answers.
+    ///
+    /// ```no_run
+    /// use fibra_remote::NodeOptions;
+    /// use std::time::Duration;
+    ///
+    /// # fibra::block_on(async {
+    /// let node = NodeOptions::new()
+    ///     .request_timeout(Duration::from_secs(2))
+    ///     .connect("nats://127.0.0.1:4222")
+    ///     .await
+    ///     .unwrap();
+    /// # });
+    /// ```
     pub fn request_timeout(mut self, timeout: Duration) -> Self {
         self.request_timeout = timeout;
         self
@@ -147,19 +217,88 @@ impl NodeOptions {
 
     /// Messages the NATS client buffers per subscription (each registered
     /// actor has one) before it drops them and reports a slow consumer.
+    ///
+    /// ```no_run
+    /// use fibra_remote::NodeOptions;
+    ///
+    /// # fibra::block_on(async {
+    /// let node = NodeOptions::new()
+    ///     .subscription_capacity(65_536)
+    ///     .connect("nats://127.0.0.1:4222")
+    ///     .await
+    ///     .unwrap();
+    /// # });
+    /// ```
     pub fn subscription_capacity(mut self, capacity: usize) -> Self {
         self.subscription_capacity = capacity.max(1);
         self
     }
 
     /// The longest wait between two attempts to reconnect.
+    ///
+    /// ```no_run
+    /// use fibra_remote::NodeOptions;
+    /// use std::time::Duration;
+    ///
+    /// # fibra::block_on(async {
+    /// let node = NodeOptions::new()
+    ///     .max_reconnect_delay(Duration::from_millis(500))
+    ///     .connect("nats://127.0.0.1:4222")
+    ///     .await
+    ///     .unwrap();
+    /// # });
+    /// ```
     pub fn max_reconnect_delay(mut self, delay: Duration) -> Self {
         self.max_reconnect_delay = delay;
         self
     }
 
+    /// How many messages (sends and replies) may wait in this node's
+    /// outgoing queue for the connection (default 1,048,576). When that many
+    /// wait — the node sends faster than its connection drains, or NATS is
+    /// unreachable and the client's own buffer is full —
+    /// [`RemoteAddr::send`](crate::RemoteAddr::send) fails at once with
+    /// [`SendError::Full`](crate::SendError::Full), handing the message
+    /// back, and [`ReplyTo::send`](crate::ReplyTo::send) with
+    /// [`ReplyError::Full`](crate::ReplyError::Full). Nothing ever waits
+    /// for room.
+    ///
+    /// ```
+    /// use fibra_remote::{NodeOptions, SendError};
+    ///
+    /// let options = NodeOptions::new().outgoing_capacity(10_000);
+    /// // A sender that would rather wait than drop:
+    /// # fn retry_later(_: u64) {}
+    /// # fn handle(r: Result<(), SendError<u64>>) {
+    /// match r {
+    ///     Err(SendError::Full(msg)) => retry_later(msg),
+    ///     _ => {}
+    /// }
+    /// # }
+    /// # let _ = options;
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// If `capacity` is zero.
+    pub fn outgoing_capacity(mut self, capacity: usize) -> Self {
+        assert!(capacity > 0, "the outgoing capacity must be at least 1");
+        self.outgoing_capacity = capacity;
+        self
+    }
+
     /// Connects to the NATS server(s) at `url` (`nats://host:port`, or
     /// several separated by commas) and starts the node.
+    ///
+    /// ```no_run
+    /// use fibra_remote::NodeOptions;
+    ///
+    /// # fibra::block_on(async {
+    /// let node = NodeOptions::new().name("worker").connect("nats://127.0.0.1:4222").await?;
+    /// assert_eq!(node.name(), "worker");
+    /// # Ok::<(), fibra_remote::ConnectError>(())
+    /// # }).unwrap();
+    /// ```
     pub async fn connect(self, url: &str) -> Result<Node, ConnectError> {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
@@ -193,7 +332,7 @@ impl NodeOptions {
             .await
             .ok_or_else(|| ConnectError("the node's runtime stopped".into()))?
             .map_err(|e| ConnectError(e.to_string()))?;
-        let (out, out_rx) = mpsc::unbounded_channel();
+        let out = OutQueue::new(self.outgoing_capacity);
         let inner = Arc::new(NodeInner {
             id,
             name,
@@ -213,7 +352,7 @@ impl NodeOptions {
             next_id: AtomicU64::new(1),
             closed: AtomicBool::new(false),
         });
-        handle.spawn(publisher(inner.clone(), out_rx));
+        handle.spawn(publisher(inner.clone()));
         let started = inner.clone();
         run_on(&handle, async move { service::start(started).await })
             .await
@@ -282,7 +421,7 @@ pub(crate) struct NodeInner {
     pub(crate) client: async_nats::Client,
     pub(crate) handle: tokio::runtime::Handle,
     /// The publisher's queue: see the invariants.
-    pub(crate) out: mpsc::UnboundedSender<Outgoing>,
+    pub(crate) out: OutQueue,
     /// The server's `max_payload`, as announced at connect.
     pub(crate) max_payload: usize,
     pub(crate) heartbeat: Duration,
@@ -369,16 +508,23 @@ impl NodeInner {
             .clone()
     }
 
-    /// Queues a message for the publisher; `false` if the node is closed.
-    pub(crate) fn push(&self, msg: Outgoing) -> bool {
-        // Relaxed: a send racing `close` may go out or fail, either is
-        // right; the queue itself orders the messages.
-        !self.closed.load(Ordering::Relaxed) && self.out.send(msg).is_ok()
+    /// Queues a message that a user sends (a cast or a reply) for the
+    /// publisher; refused if the queue is full or the node closed.
+    pub(crate) fn push(&self, msg: Outgoing) -> Result<(), PushError> {
+        self.out.push(msg, true)
     }
 }
 
 impl Node {
     /// Connects with the default [`NodeOptions`].
+    ///
+    /// ```no_run
+    /// # fibra::block_on(async {
+    /// let node = fibra_remote::Node::connect("nats://127.0.0.1:4222").await?;
+    /// assert!(node.is_connected());
+    /// # Ok::<(), fibra_remote::ConnectError>(())
+    /// # }).unwrap();
+    /// ```
     pub async fn connect(url: &str) -> Result<Node, ConnectError> {
         NodeOptions::new().connect(url).await
     }
@@ -389,31 +535,77 @@ impl Node {
 
     /// This node's id: random, fixed for the node's life, unique in the
     /// cluster with overwhelming probability.
+    ///
+    /// ```no_run
+    /// # fibra::block_on(async {
+    /// # let node = fibra_remote::Node::connect("nats://127.0.0.1:4222").await.unwrap();
+    /// let other = fibra_remote::Node::connect("nats://127.0.0.1:4222").await.unwrap();
+    /// assert_ne!(node.id(), other.id()); // unique per node
+    /// # });
+    /// ```
     pub fn id(&self) -> u64 {
         self.inner().id
     }
 
     /// The connection's name.
+    ///
+    /// ```no_run
+    /// # fibra::block_on(async {
+    /// # let node = fibra_remote::Node::connect("nats://127.0.0.1:4222").await.unwrap();
+    /// println!("this node is {}", node.name()); // `fibra-<id>` unless named
+    /// # });
+    /// ```
     pub fn name(&self) -> &str {
         &self.inner().name
     }
 
     /// The largest encoded message the server takes (its `max_payload`).
+    ///
+    /// ```no_run
+    /// # fibra::block_on(async {
+    /// # let node = fibra_remote::Node::connect("nats://127.0.0.1:4222").await.unwrap();
+    /// println!("messages up to {} bytes, header included", node.max_payload());
+    /// # });
+    /// ```
     pub fn max_payload(&self) -> usize {
         self.inner().max_payload
     }
 
     /// How long after its last heartbeat a remote node is declared down.
+    ///
+    /// ```no_run
+    /// # fibra::block_on(async {
+    /// # let node = fibra_remote::Node::connect("nats://127.0.0.1:4222").await.unwrap();
+    /// println!("a silent node counts as down after {:?}", node.down_after());
+    /// # });
+    /// ```
     pub fn down_after(&self) -> Duration {
         self.inner().down_after
     }
 
     /// The node's counters: what it sent, delivered, and dropped (and why).
+    ///
+    /// ```no_run
+    /// # fibra::block_on(async {
+    /// # let node = fibra_remote::Node::connect("nats://127.0.0.1:4222").await.unwrap();
+    /// let stats = node.stats();
+    /// println!("sent {}, delivered {}, lost {}", stats.sent, stats.delivered, stats.lost);
+    /// # });
+    /// ```
     pub fn stats(&self) -> Stats {
         self.inner().counters.snapshot()
     }
 
     /// Whether the client is connected to a NATS server now.
+    ///
+    /// ```no_run
+    /// # fibra::block_on(async {
+    /// # let node = fibra_remote::Node::connect("nats://127.0.0.1:4222").await.unwrap();
+    /// if !node.is_connected() {
+    ///     eprintln!("NATS is unreachable; sends fail until it reconnects");
+    /// }
+    /// # });
+    /// ```
     pub fn is_connected(&self) -> bool {
         self.inner().client.connection_state() == async_nats::connection::State::Connected
     }
@@ -424,6 +616,14 @@ impl Node {
     /// is drained and closed. Sends through it fail from now on with
     /// [`SendError::NodeClosed`](crate::SendError). Its registered actors
     /// stay alive locally, unreachable: their names are gone.
+    ///
+    /// ```no_run
+    /// # fibra::block_on(async {
+    /// # let node = fibra_remote::Node::connect("nats://127.0.0.1:4222").await.unwrap();
+    /// node.close().await; // monitors on other nodes see `Down::NodeStopped`
+    /// assert!(!node.is_connected());
+    /// # });
+    /// ```
     pub async fn close(&self) {
         let inner = self.inner().clone();
         if inner.closed.swap(true, Ordering::AcqRel) {
@@ -433,11 +633,12 @@ impl Node {
         run_on(&inner.handle, async move {
             let (tx, rx) = tokio::sync::oneshot::channel();
             // Behind every queued message: the publisher drains in order.
-            let _ = done.out.send(Outgoing::Raw {
+            done.out.close();
+            done.out.push_control(Outgoing::Raw {
                 subject: Subject::from(done.node_subject(done.id, "hb")),
                 buf: crate::wire::header(crate::wire::Kind::Stopping, done.id, 0),
             });
-            let _ = done.out.send(Outgoing::Marker(tx));
+            done.out.push_control(Outgoing::Marker(tx));
             let _ = rx.await;
             // Flushes, unsubscribes everything (the bridges' streams end)
             // and closes the connection.
@@ -472,9 +673,10 @@ pub(crate) fn run_on<T: Send + 'static>(
 }
 
 /// The publisher: see the invariants.
-async fn publisher(inner: Arc<NodeInner>, mut rx: mpsc::UnboundedReceiver<Outgoing>) {
-    let mut batch = Vec::with_capacity(64);
-    while rx.recv_many(&mut batch, 64).await > 0 {
+async fn publisher(inner: Arc<NodeInner>) {
+    let mut batch = std::collections::VecDeque::new();
+    loop {
+        inner.out.take(&mut batch).await;
         for msg in batch.drain(..) {
             let (subject, payload) = match msg {
                 Outgoing::Cast { target, mut buf } => {
@@ -489,6 +691,10 @@ async fn publisher(inner: Arc<NodeInner>, mut rx: mpsc::UnboundedReceiver<Outgoi
                     continue;
                 }
             };
+            // The whole queue may be one batch: give the node's other tasks
+            // (heartbeats, monitors, the connection's I/O) their turn, as a
+            // tokio channel's receive would.
+            tokio::task::coop::consume_budget().await;
             match inner.client.publish(subject.clone(), payload).await {
                 Ok(()) => bump(&inner.counters.sent, 1),
                 Err(e) => {
@@ -523,6 +729,9 @@ fn on_event(counters: &Counters, event: async_nats::Event) {
         other => tracing::warn!("fibra-remote: NATS event: {other}"),
     }
 }
+
+/// The default of [`NodeOptions::outgoing_capacity`].
+const DEFAULT_OUTGOING_CAPACITY: usize = 1 << 20;
 
 /// A random node id (never 0).
 fn fresh_id() -> u64 {

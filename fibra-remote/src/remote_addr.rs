@@ -4,6 +4,7 @@
 use crate::call::ReplyBox;
 use crate::error::{Down, SendError};
 use crate::node::{Node, Outgoing, Target};
+use crate::out_queue::PushError;
 use crate::wire::{self, Kind};
 use fibra::{BoxOp, IVar, Op, always};
 use serde::Serialize;
@@ -19,6 +20,18 @@ use std::sync::Arc;
 ///
 /// Clonable and `Send`. Two addresses are equal when they name the same
 /// remote actor. It keeps its [`Node`] open.
+///
+/// ```no_run
+/// use fibra_remote::RemoteAddr;
+///
+/// # fibra::block_on(async {
+/// # let node = fibra_remote::Node::connect("nats://127.0.0.1:4222").await.unwrap();
+/// let counter: RemoteAddr<u64> = node.lookup("counter").await.unwrap();
+/// counter.send(1).unwrap(); // never blocks
+/// let clone = counter.clone();
+/// clone.send(2).unwrap();
+/// # });
+/// ```
 pub struct RemoteAddr<M> {
     pub(crate) route: Route,
     /// This handle's reply mailbox, made by its first call.
@@ -55,10 +68,10 @@ impl Route {
             });
         }
         let target = self.target.clone();
-        if inner.push(Outgoing::Cast { target, buf }) {
-            Ok(())
-        } else {
-            Err(SendError::NodeClosed(msg))
+        match inner.push(Outgoing::Cast { target, buf }) {
+            Ok(()) => Ok(()),
+            Err(PushError::Full) => Err(SendError::Full(msg)),
+            Err(PushError::Closed) => Err(SendError::NodeClosed(msg)),
         }
     }
 }
@@ -83,7 +96,10 @@ impl<M> RemoteAddr<M> {
     /// queued for the node's publisher.
     ///
     /// Fails, handing the message back, when the actor's monitor has fired
-    /// ([`SendError::Down`]), the node is closed, the encoded message is
+    /// ([`SendError::Down`]), the node's outgoing queue is full
+    /// ([`SendError::Full`], see
+    /// [`NodeOptions::outgoing_capacity`](crate::NodeOptions::outgoing_capacity)),
+    /// the node is closed, the encoded message is
     /// larger than the server's `max_payload` ([`SendError::TooLarge`]) or
     /// it cannot be serialized. `Ok` means queued: delivery is at most once
     /// (a message in flight when the actor's process dies, or while the
@@ -135,26 +151,75 @@ impl<M> RemoteAddr<M> {
     /// actor's end is seen as soon as its node's exit notice arrives; a
     /// node's death within the heartbeat timeout plus one heartbeat
     /// interval (1.25 s by default, see [`NodeOptions::heartbeat`](crate::NodeOptions::heartbeat)).
+    ///
+    /// ```no_run
+    /// use fibra::select;
+    ///
+    /// # fibra::block_on(async {
+    /// # let node = fibra_remote::Node::connect("nats://127.0.0.1:4222").await.unwrap();
+    /// let worker = node.lookup::<u32>("worker").await.unwrap();
+    /// let (_tx, rx) = fibra::channel::<u32>();
+    /// select! {
+    ///     down = worker.exited_op() => println!("worker gone: {down}"),
+    ///     job = rx.recv_op() => println!("job {job:?}"),
+    /// }
+    /// # });
+    /// ```
     pub fn exited_op(&self) -> fibra::GetOp<'_, Down> {
         self.route.down.get_op()
     }
 
     /// Waits until the actor's monitor fires; see [`exited_op`](Self::exited_op).
+    ///
+    /// ```no_run
+    /// # fibra::block_on(async {
+    /// # let node = fibra_remote::Node::connect("nats://127.0.0.1:4222").await.unwrap();
+    /// let worker = node.lookup::<u32>("worker").await.unwrap();
+    /// let down = worker.exited().await;
+    /// println!("worker gone: {down}");
+    /// # });
+    /// ```
     pub async fn exited(&self) -> Down {
         self.exited_op().await
     }
 
     /// Why the actor is gone, if its monitor fired.
+    ///
+    /// ```no_run
+    /// # fibra::block_on(async {
+    /// # let node = fibra_remote::Node::connect("nats://127.0.0.1:4222").await.unwrap();
+    /// let worker = node.lookup::<u32>("worker").await.unwrap();
+    /// if let Some(down) = worker.try_exited() {
+    ///     println!("already gone: {down}");
+    /// }
+    /// # });
+    /// ```
     pub fn try_exited(&self) -> Option<Down> {
         self.route.down.try_get()
     }
 
     /// The id of the node that hosts the actor.
+    ///
+    /// ```no_run
+    /// # fibra::block_on(async {
+    /// # let node = fibra_remote::Node::connect("nats://127.0.0.1:4222").await.unwrap();
+    /// let worker = node.lookup::<u32>("worker").await.unwrap();
+    /// println!("hosted by node {:016x}", worker.node_id());
+    /// # });
+    /// ```
     pub fn node_id(&self) -> u64 {
         self.route.remote_node
     }
 
     /// The NATS subject the actor's messages are published to.
+    ///
+    /// ```no_run
+    /// # fibra::block_on(async {
+    /// # let node = fibra_remote::Node::connect("nats://127.0.0.1:4222").await.unwrap();
+    /// let worker = node.lookup::<u32>("worker").await.unwrap();
+    /// println!("messages go to NATS subject {}", worker.subject());
+    /// # });
+    /// ```
     pub fn subject(&self) -> &str {
         self.route.target.subject.as_str()
     }

@@ -71,6 +71,13 @@ pub struct NatsServer {
 
 impl NatsServer {
     /// The `nats-server` binary, or an error that says how to install it.
+    ///
+    /// ```
+    /// match fibra_remote::NatsServer::binary() {
+    ///     Ok(path) => println!("nats-server at {}", path.display()),
+    ///     Err(e) => println!("{e}"), // says how to install it
+    /// }
+    /// ```
     pub fn binary() -> io::Result<PathBuf> {
         let missing = |what: &str| {
             io::Error::new(
@@ -111,12 +118,32 @@ impl NatsServer {
 
     /// Starts a server on a free loopback port and waits until it accepts
     /// connections.
+    ///
+    /// ```
+    /// let server = fibra_remote::NatsServer::start().unwrap(); // killed when dropped
+    /// fibra::block_on(async {
+    ///     let node = fibra_remote::Node::connect(server.url()).await.unwrap();
+    ///     assert!(node.is_connected());
+    /// });
+    /// ```
     pub fn start() -> io::Result<NatsServer> {
         Self::start_with(&[])
     }
 
     /// Starts a server with extra command-line arguments (for example
-    /// `["--max_payload", "4096"]`).
+    /// `["-c", "nats.conf"]`: settings such as `max_payload` exist only in a
+    /// configuration file).
+    ///
+    /// ```
+    /// let conf = std::env::temp_dir().join(format!("fibra-doc-{}.conf", std::process::id()));
+    /// std::fs::write(&conf, "max_payload: 65536\n").unwrap();
+    /// let server = fibra_remote::NatsServer::start_with(&["-c", conf.to_str().unwrap()]).unwrap();
+    /// fibra::block_on(async {
+    ///     let node = fibra_remote::Node::connect(server.url()).await.unwrap();
+    ///     assert_eq!(node.max_payload(), 65536);
+    /// });
+    /// std::fs::remove_file(conf).unwrap();
+    /// ```
     pub fn start_with(args: &[&str]) -> io::Result<NatsServer> {
         let mut server = NatsServer {
             child: None,
@@ -189,16 +216,31 @@ impl NatsServer {
     }
 
     /// The client URL, `nats://127.0.0.1:PORT`.
+    ///
+    /// ```
+    /// let server = fibra_remote::NatsServer::start().unwrap();
+    /// assert!(server.url().starts_with("nats://127.0.0.1:"));
+    /// ```
     pub fn url(&self) -> &str {
         &self.url
     }
 
     /// The port it listens on.
+    ///
+    /// ```
+    /// let server = fibra_remote::NatsServer::start().unwrap();
+    /// assert!(server.url().ends_with(&server.port().to_string()));
+    /// ```
     pub fn port(&self) -> u16 {
         self.port
     }
 
     /// Kills the server (as a crash would: no goodbye to clients).
+    ///
+    /// ```
+    /// let mut server = fibra_remote::NatsServer::start().unwrap();
+    /// server.stop(); // nodes connected to it lose their connection
+    /// ```
     pub fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();
@@ -207,6 +249,12 @@ impl NatsServer {
     }
 
     /// Kills the server and starts a new one on the same port.
+    ///
+    /// ```
+    /// let mut server = fibra_remote::NatsServer::start().unwrap();
+    /// server.stop();
+    /// server.restart().unwrap(); // same port: nodes reconnect
+    /// ```
     pub fn restart(&mut self) -> io::Result<()> {
         self.stop();
         self.spawn()

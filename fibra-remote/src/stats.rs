@@ -46,6 +46,18 @@ impl Counters {
 ///
 /// Every message a node drops is counted in one of these, and logged (with
 /// `tracing`, at `warn`) with its subject.
+///
+/// ```no_run
+/// use fibra_remote::Stats;
+///
+/// # fibra::block_on(async {
+/// # let node = fibra_remote::Node::connect("nats://127.0.0.1:4222").await.unwrap();
+/// let before: Stats = node.stats();
+/// // ... traffic ...
+/// let after = node.stats();
+/// println!("{} messages lost since", after.lost - before.lost);
+/// # });
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Stats {

@@ -29,6 +29,10 @@ use serde::Serialize;
 
 /// The version of the wire format this crate writes, and the only one it
 /// reads.
+///
+/// ```
+/// assert_eq!(fibra_remote::wire::VERSION, 1);
+/// ```
 pub const VERSION: u8 = 1;
 
 /// Bytes before the body.

@@ -277,3 +277,95 @@ fn two_nodes_racing_for_a_name_never_both_get_it() {
         eprintln!("racing registrations won: {wins:?} of 10 rounds");
     });
 }
+
+#[test]
+fn a_full_outgoing_queue_hands_the_message_back_and_never_blocks() {
+    let mut server = common::server();
+    let url = server.url().to_string();
+    const CAPACITY: usize = 16;
+    // The NATS client's own command buffer is tiny too, so that with the
+    // server down the publisher soon waits on it and the queue fills.
+    let opts = || {
+        fibra_remote::NodeOptions::new()
+            .heartbeat(Duration::from_millis(50), Duration::from_secs(10))
+            .max_reconnect_delay(Duration::from_millis(50))
+            .nats(async_nats::ConnectOptions::new().client_capacity(4))
+            .outgoing_capacity(CAPACITY)
+    };
+    let (addr, mut mb) = fibra::mailbox::<u64>();
+    let (host, client) = fibra::block_on(async {
+        let host = opts().connect(&url).await.unwrap();
+        host.register("sink", addr).await.unwrap();
+        (host, opts().connect(&url).await.unwrap())
+    });
+    let sink = fibra::block_on(client.lookup::<u64>("sink")).unwrap();
+    server.stop();
+    assert!(
+        common::wait_until(Duration::from_secs(5), || !client.is_connected()),
+        "still connected"
+    );
+    // With nothing draining the queue, sends are refused once it is full,
+    // each handing its message back; none waits.
+    const N: u64 = 10_000;
+    let mut accepted = 0u64;
+    let mut refused = 0u64;
+    for i in 1..=N {
+        match sink.send(i) {
+            Ok(()) => accepted += 1,
+            Err(SendError::Full(back)) => {
+                assert_eq!(back, i, "the refused message comes back");
+                refused += 1;
+            }
+            Err(e) => panic!("unexpected error: {e}"),
+        }
+    }
+    eprintln!("outgoing queue of {CAPACITY}: {accepted} accepted, {refused} refused");
+    assert_eq!(accepted + refused, N);
+    assert!(refused > 0, "the queue never filled");
+    // At most: the queue, a batch the publisher took, the client's buffer
+    // and the message it waits to hand over.
+    assert!(
+        accepted <= 2 * CAPACITY as u64 + 4 + 1,
+        "{accepted} accepted"
+    );
+    // Back online, the queue drains: sends are accepted again, and every
+    // accepted message arrived or is counted lost (a gap before a later
+    // one), in order, never twice.
+    server.restart().unwrap();
+    assert!(
+        common::wait_until(Duration::from_secs(10), || host.is_connected()
+            && client.is_connected()),
+        "no reconnection"
+    );
+    let mut got = Vec::new();
+    let mut markers = 0;
+    'sync: for k in 1..=100 {
+        let marker = N + k;
+        loop {
+            match sink.send(marker) {
+                Ok(()) => break,
+                Err(SendError::Full(_)) => std::thread::sleep(Duration::from_millis(5)),
+                Err(e) => panic!("{e}"),
+            }
+        }
+        markers += 1;
+        while let Ok(m) = recv(&mut mb, Duration::from_millis(200)) {
+            got.push(m);
+            if m > N {
+                break 'sync;
+            }
+        }
+    }
+    assert!(got.last().is_some_and(|&m| m > N), "no marker arrived");
+    assert!(
+        got.windows(2).all(|w| w[0] < w[1]),
+        "in order, no duplicate: {got:?}"
+    );
+    let stats = host.stats();
+    assert_eq!(
+        got.len() as u64 + stats.lost,
+        accepted + markers,
+        "{stats:?}"
+    );
+    assert_eq!(stats.duplicates, 0);
+}

@@ -15,7 +15,7 @@
 pub(crate) use loom::{
     cell::UnsafeCell,
     sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering, fence},
-    sync::{Arc, Condvar, Mutex, MutexGuard},
+    sync::{Arc, Condvar, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard},
     thread,
 };
 
@@ -35,7 +35,7 @@ pub(crate) fn model(f: impl Fn() + Sync + Send + 'static) {
 #[cfg(not(loom))]
 pub(crate) use std::{
     sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering, fence},
-    sync::{Arc, Condvar, Mutex, MutexGuard},
+    sync::{Arc, Condvar, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard},
     thread, thread_local,
     time::Instant,
 };

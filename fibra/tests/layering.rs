@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 /// The layers, bottom first. A module may import its own layer and those
 /// below it.
 const LAYERS: &[&[&str]] = &[
-    &["loom", "wake", "coop"],
+    &["loom", "wake", "coop", "trace"],
     &["op"],
     &["time"],
     &["chan"],
@@ -22,6 +22,7 @@ const LAYERS: &[&[&str]] = &[
     &["mailbox"],
     &["select"],
     &["rt"],
+    &["actors"],
 ];
 
 /// Upward imports allowed anyway: `(file under src/, module it names)`.

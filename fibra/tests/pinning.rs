@@ -200,3 +200,31 @@ fn values_committed_into_aborted_receives_are_not_lost() {
         "every acknowledged value is received exactly once"
     );
 }
+
+#[test]
+fn an_actors_body_is_dropped_in_place_however_it_ends() {
+    for (name, rt) in flavours() {
+        // Returns, then panics.
+        for panic in [false, true] {
+            let seen = Arc::default();
+            let body_seen = Arc::clone(&seen);
+            let addr = rt
+                .handle()
+                .spawn_actor(move |_: fibra::Mailbox<()>| Pinned::new(&body_seen, Some(2), panic));
+            let exit = rt.block_on(async move { addr.exited().await });
+            let what = format!("{name}: {exit:?}");
+            assert_eq!(matches!(exit, fibra::Exit::Panicked(_)), panic, "{what}");
+            assert_one_address(&what, &seen);
+        }
+        // Dropped at shutdown.
+        let seen = Arc::default();
+        let body_seen = Arc::clone(&seen);
+        let addr = rt
+            .handle()
+            .spawn_actor(move |_: fibra::Mailbox<()>| Pinned::new(&body_seen, None, false));
+        wait_until_polled(&rt, &seen);
+        drop(rt);
+        assert_eq!(addr.try_exited(), Some(fibra::Exit::Cancelled), "{name}");
+        assert_one_address(name, &seen);
+    }
+}

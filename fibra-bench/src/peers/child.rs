@@ -8,6 +8,7 @@
 //! one JSON line in the format of the Go peer (see [`super::run_line`]);
 //! the harness starts it once for the warm-up and once per timed run.
 
+use std::path::Path;
 use std::process::{Command, ExitCode, Stdio};
 
 use serde_json::{Map, Value, json};
@@ -35,7 +36,12 @@ pub fn run_once(args: &[String]) -> Result<PeerRun, String> {
 /// else captured into the error if it fails.
 pub fn run_self(args: &[&str], show_stderr: bool) -> Result<String, String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find this executable: {e}"))?;
-    let mut command = Command::new(&exe);
+    run_exe(&exe, args, show_stderr)
+}
+
+/// [`run_self`] with the executable `exe` (`fibra-bench-mimalloc`).
+pub fn run_exe(exe: &Path, args: &[&str], show_stderr: bool) -> Result<String, String> {
+    let mut command = Command::new(exe);
     command.args(args);
     if show_stderr {
         command.stderr(Stdio::inherit());

@@ -1,9 +1,10 @@
 //! The Erlang/OTP peer: one module (`fibra-bench/erlang/fibra_bench.erl`, a
 //! workload per `main/1` argument), compiled with `erlc` into
 //! `<target>/fibra-bench/erlang-bin/` and run by `erl` on the default SMP
-//! VM (one scheduler per core):
+//! VM (one scheduler per core), or on one scheduler (`+S 1`, the
+//! `erlang-1` rows):
 //!
-//! `erl +P 1048576 -noinput -pa <dir> -run fibra_bench main <workload>
+//! `erl +P 1048576 [+S 1] -noinput -pa <dir> -run fibra_bench main <workload>
 //! name=value... runs=N` does one warm-up run and N timed runs and prints
 //! one JSON line per run, like the Go program. Skipped with a note when
 //! `erl` or `erlc` is not on PATH (`setup-peers.sh` installs them).
@@ -17,20 +18,27 @@ use super::external::{ExternalPeer, Launch, Peer, find_on_path, first_line};
 const MODULE: &str = "fibra_bench";
 
 /// The Erlang peer: sources in `source_dir`, compiled into
-/// `<output_dir>/erlang-bin`.
-pub fn peer(source_dir: PathBuf, output_dir: &Path) -> ExternalPeer {
+/// `<output_dir>/erlang-bin`, run with `schedulers` schedulers (`None`: the
+/// VM's default, one per core; `Some(n)`: `+S n`, the [`Peer::Erlang1`]
+/// rows for `Some(1)`).
+pub fn peer(source_dir: PathBuf, output_dir: &Path, schedulers: Option<u32>) -> ExternalPeer {
     let bin_dir = output_dir.join("erlang-bin");
+    let peer = if schedulers.is_some() {
+        Peer::Erlang1
+    } else {
+        Peer::Erlang
+    };
     ExternalPeer::new(
-        Peer::Erlang,
+        peer,
         format!(
             "erlc {}",
             source_dir.join(format!("{MODULE}.erl")).display()
         ),
-        Box::new(move || prepare(&source_dir, &bin_dir)),
+        Box::new(move || prepare(&source_dir, &bin_dir, schedulers)),
     )
 }
 
-fn prepare(source_dir: &Path, bin_dir: &Path) -> Result<Launch, String> {
+fn prepare(source_dir: &Path, bin_dir: &Path, schedulers: Option<u32>) -> Result<Launch, String> {
     let missing = |tool| {
         format!("`{tool}` not found on PATH (Debian: erlang-nox; see fibra-bench/setup-peers.sh)")
     };
@@ -58,10 +66,16 @@ fn prepare(source_dir: &Path, bin_dir: &Path) -> Result<Launch, String> {
         program: erl,
         args: [
             // Room for spawn-join's processes (the default limit is 262,144).
-            "+P", "1048576", "-noinput", "-pa",
+            "+P", "1048576",
         ]
         .into_iter()
         .map(Into::into)
+        .chain(
+            schedulers
+                .into_iter()
+                .flat_map(|n| ["+S".into(), n.to_string().into()]),
+        )
+        .chain(["-noinput", "-pa"].map(Into::into))
         .chain([bin_dir.as_os_str().to_owned()])
         .chain(["-run", MODULE, "main"].map(Into::into))
         .collect(),

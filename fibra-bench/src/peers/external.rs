@@ -28,19 +28,31 @@ pub enum Peer {
     Go,
     /// `erlang/`, compiled with `erlc`, run by `erl`.
     Erlang,
+    /// The same Erlang program on a VM with one scheduler (`erl +S 1`).
+    Erlang1,
     /// `racket/`, compiled with `raco make`, run by `racket`.
     Racket,
 }
 
 impl Peer {
     /// Every peer.
-    pub const ALL: [Peer; 3] = [Peer::Go, Peer::Erlang, Peer::Racket];
+    pub const ALL: [Peer; 4] = [Peer::Go, Peer::Erlang, Peer::Erlang1, Peer::Racket];
 
-    /// Name in progress lines and skip notes (also its source folder).
+    /// Name in progress lines and skip notes.
     pub const fn name(self) -> &'static str {
         match self {
             Self::Go => "go",
             Self::Erlang => "erlang",
+            Self::Erlang1 => "erlang-1",
+            Self::Racket => "racket",
+        }
+    }
+
+    /// The folder of its sources in this crate.
+    pub const fn source_folder(self) -> &'static str {
+        match self {
+            Self::Go => "go",
+            Self::Erlang | Self::Erlang1 => "erlang",
             Self::Racket => "racket",
         }
     }

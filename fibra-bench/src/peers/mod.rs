@@ -9,7 +9,8 @@
 //!   peer it is, preparing it once, starting it per row ([`external::Launch`]);
 //! * [`go`], [`erlang`], [`racket`]: how each language's program is built
 //!   and started;
-//! * [`Peers`], here: the three programs of one run.
+//! * [`Peers`], here: the programs of one run (Erlang twice: on the
+//!   default VM and on one scheduler).
 //!
 //! [`child`] stands beside them: it starts this executable, not another
 //! language's program.
@@ -30,6 +31,7 @@ use external::{ExternalPeer, Peer};
 pub struct Peers {
     go: ExternalPeer,
     erlang: ExternalPeer,
+    erlang1: ExternalPeer,
     racket: ExternalPeer,
 }
 
@@ -38,7 +40,8 @@ impl Peers {
     pub fn new(output_dir: &Path) -> Self {
         Self {
             go: go::peer(peer_source_dir(Peer::Go), output_dir),
-            erlang: erlang::peer(peer_source_dir(Peer::Erlang), output_dir),
+            erlang: erlang::peer(peer_source_dir(Peer::Erlang), output_dir, None),
+            erlang1: erlang::peer(peer_source_dir(Peer::Erlang1), output_dir, Some(1)),
             racket: racket::peer(peer_source_dir(Peer::Racket), output_dir),
         }
     }
@@ -49,6 +52,7 @@ impl Peers {
         Self {
             go: ExternalPeer::unavailable(Peer::Go, reason),
             erlang: ExternalPeer::unavailable(Peer::Erlang, reason),
+            erlang1: ExternalPeer::unavailable(Peer::Erlang1, reason),
             racket: ExternalPeer::unavailable(Peer::Racket, reason),
         }
     }
@@ -58,6 +62,7 @@ impl Peers {
         match peer {
             Peer::Go => &mut self.go,
             Peer::Erlang => &mut self.erlang,
+            Peer::Erlang1 => &mut self.erlang1,
             Peer::Racket => &mut self.racket,
         }
     }

@@ -1,6 +1,5 @@
 //! The results of a run: rows, ratios, `report.json` and the text table.
 
-mod date;
 mod ratio;
 mod svg;
 mod table;
@@ -15,7 +14,6 @@ use crate::case::{ParamValue, Params, Spec};
 use crate::harness::Stats;
 use crate::system::System;
 
-pub use date::utc_iso8601;
 pub use ratio::{Ratio, RowRatios, ratios};
 pub use svg::write_charts;
 pub use table::{render_missing, render_table};
@@ -78,7 +76,7 @@ impl Report {
     /// A report of a run started at `started` with `command`.
     pub fn new(started: SystemTime, command: String) -> Self {
         Self {
-            date: utc_iso8601(started),
+            date: humantime::format_rfc3339_seconds(started).to_string(),
             command,
             quick: false,
             workers: None,

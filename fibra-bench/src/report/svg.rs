@@ -1,6 +1,20 @@
 //! One SVG bar chart per group (`target/fibra-bench/<group>.svg`),
 //! hand-written: no plotting crate.
 //!
+//! Why not plotters (the maintained Rust plotting crate): it draws one
+//! coordinate system per chart area, with uniform axis labels. This chart
+//! is a column of small charts, one linear scale per cluster, whose rows
+//! are labelled with bold names for fibra's rows, whose whiskers are cut
+//! with an arrow head at the axis end, and whose bars carry a value label
+//! with the ratio to fibra and a hover tooltip (`<title>`) with the row's
+//! parameters. With plotters, only the bars and the tick positions would
+//! come from the crate: the names, value labels, cut whiskers and cluster
+//! headings would be placed by hand as here, its SVG backend has no
+//! tooltips (it writes only shapes and text, at whole-pixel coordinates),
+//! and without its `ttf` feature (system fonts through font-kit) its text
+//! extents are estimates like [`CHAR_12`]. The layout code would stay; the
+//! XML writing (a few `writeln!`s and [`escape`]) is all it would replace.
+//!
 //! Each (workload, params) is a cluster of horizontal bars, one per system,
 //! in run order: length = ns per op at the median, a whisker from the
 //! fastest to the slowest run, the value (and the peer's ratio to its fibra
@@ -58,11 +72,14 @@ fn colour(system: System) -> &'static str {
         System::TokioCt => "#238b45",
         System::TokioCtOneshot => "#74c476",
         System::TokioMt => "#a1d99b",
+        System::TokioCtMimalloc => "#006d2c",
+        System::TokioMtMimalloc => "#41ab5d",
         System::Crossbeam => "#6a51a3",
         System::FlumeThreads => "#9e9ac8",
         System::FlumeTokioCt => "#807dba",
         System::FlumeTokioMt => "#bcbddc",
         System::Erlang => "#cb181d",
+        System::Erlang1 => "#fb6a4a",
         System::Racket => "#8c510a",
         System::Floor => "#969696",
     }

@@ -27,8 +27,10 @@ const LEGEND: &str = "\
 ratios = peer median / fibra median for the same workload and params (> 1: fibra is faster)
   vs fibra:      the fibra row of the same context: crossbeam, flume-threads vs fibra-threads;
                  tokio-ct, flume-tokio-ct vs fibra-tokio-ct; tokio-mt, flume-tokio-mt vs fibra-tokio-mt;
-                 where fibra runs on its own runtime (task workloads): tokio-ct, tokio-ct-oneshot vs fibra-ct,
-                 tokio-mt vs fibra; go vs fibra, else fibra-threads; erlang, racket vs fibra
+                 where fibra runs on its own runtime (task workloads): tokio-ct, tokio-ct-oneshot,
+                 tokio-ct-mimalloc vs fibra-ct, tokio-mt, tokio-mt-mimalloc vs fibra; go vs fibra,
+                 else fibra-threads; erlang, racket vs fibra
+  *-mimalloc:    the same tokio code with mimalloc as the global allocator (fibra's tasks come from its own slabs)
   floor:         a reference, not a peer: a hand-rolled single-threaded executor (vs fibra-ct; < 1 is expected)
   vs best fibra: go, erlang and racket, vs the fastest fibra row (named)";
 

@@ -293,18 +293,12 @@ fn resident_bytes() -> u64 {
     pages * page_size()
 }
 
-/// The page size, from the auxiliary vector (`AT_PAGESZ`); 4096 if unknown.
+/// The page size (`sysconf(_SC_PAGESIZE)`); 4096 if the call fails.
 fn page_size() -> u64 {
-    const AT_PAGESZ: usize = 6;
-    const WORD: usize = size_of::<usize>();
-    let auxv = std::fs::read("/proc/self/auxv").unwrap_or_default();
-    auxv.chunks_exact(2 * WORD)
-        .map(|pair| {
-            let word = |b: &[u8]| usize::from_ne_bytes(b.try_into().expect("a word"));
-            (word(&pair[..WORD]), word(&pair[WORD..]))
-        })
-        .find(|&(key, _)| key == AT_PAGESZ)
-        .map_or(4096, |(_, value)| value as u64)
+    // SAFETY: `sysconf` only reads a configuration value; any name is
+    // allowed (an unknown one returns -1).
+    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    u64::try_from(size).ok().filter(|&s| s > 0).unwrap_or(4096)
 }
 
 #[cfg(test)]

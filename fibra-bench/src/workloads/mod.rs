@@ -11,6 +11,7 @@
 //! A workload whose runs need a fresh process each
 //! ([`crate::case::Runner::Child`]) also answers in [`run_child`].
 
+mod actors;
 mod chain;
 mod diagonal;
 mod fan_out;
@@ -21,6 +22,7 @@ mod langs;
 mod mailboxes;
 mod percentiles;
 mod ping_pong;
+pub mod remote;
 mod select;
 mod sieve;
 mod spawn_join;
@@ -65,6 +67,8 @@ pub fn all(config: &Config) -> Vec<Case> {
         idle_memory::cases(config),
         timers::cases(config),
         wake_latency::cases(config),
+        actors::cases(config),
+        remote::cases(config),
     ]
     .into_iter()
     .flatten()
@@ -127,10 +131,12 @@ const CATALOGUE: &[(&str, &[&str])] = &[
         ],
     ),
     ("erlang", &["big-bang", "hackbench", "mandelbrot", "random"]),
+    ("savina", &["count", "fjcreate", "fjthrput", "big", "fib"]),
     (
         "general",
         &["spawn-join", "idle-memory", "timers", "wake-latency"],
     ),
+    ("remote", &["remote-ping-pong", "remote-throughput"]),
 ];
 
 /// Every group of docs/benchmarks.md, in catalogue order.
@@ -221,6 +227,13 @@ mod tests {
             for system in ["fibra", "fibra-1", "fibra-ct", "tokio-ct", "tokio-mt", "go"] {
                 assert!(systems.contains(&system), "{workload}: no {system} row");
             }
+            // The workloads that spawn or allocate per message (those of
+            // `task_rows`) also run tokio with mimalloc.
+            if group == "fibers" || workload == "spawn-join" {
+                for system in ["tokio-ct-mimalloc", "tokio-mt-mimalloc"] {
+                    assert!(systems.contains(&system), "{workload}: no {system} row");
+                }
+            }
         }
     }
 
@@ -233,6 +246,12 @@ mod tests {
             ("fibers", "fan-out", 2),
             ("general", "spawn-join", 1),
         ];
+        // Erlang also runs the `remote` group (distribution between two
+        // nodes); Racket does not.
+        let remote: &[(&str, &str, usize)] = &[
+            ("remote", "remote-ping-pong", 1),
+            ("remote", "remote-throughput", 1),
+        ];
         // The `racket` group: Racket runs all ten workloads; Erlang, which
         // has mailboxes but no semaphores or channels, three.
         let racket_group = CATALOGUE[1].1;
@@ -243,9 +262,30 @@ mod tests {
                 System::Racket => racket_group,
                 _ => &erlang_in_racket_group,
             };
+            // The actor groups: Erlang only (Racket has no such program).
+            let actor_rows: &[(&str, &str, usize)] = match system {
+                System::Racket => &[],
+                _ => &[
+                    ("erlang", "big-bang", 3),
+                    ("erlang", "hackbench", 1),
+                    ("erlang", "mandelbrot", 1),
+                    ("erlang", "random", 1),
+                    ("savina", "count", 1),
+                    ("savina", "fjcreate", 1),
+                    ("savina", "fjthrput", 1),
+                    ("savina", "big", 1),
+                    ("savina", "fib", 1),
+                ],
+            };
+            let remote = match system {
+                System::Erlang => remote,
+                _ => &[],
+            };
             let expected = expected
                 .into_iter()
-                .chain(in_group.iter().map(|&w| ("racket", w, 1)));
+                .chain(in_group.iter().map(|&w| ("racket", w, 1)))
+                .chain(actor_rows.iter().copied())
+                .chain(remote.iter().copied());
             let mut total = 0;
             for (group, workload, count) in expected {
                 let n = rows

@@ -4,7 +4,10 @@
 //! * fibra on its own runtime (`fibra`, `fibra-1`, `fibra-ct`; see
 //!   [`crate::exec::fibra_rows!`]);
 //! * the same tokio code on a current-thread and on a multi-thread runtime
-//!   (`tokio-ct`, `tokio-mt`);
+//!   (`tokio-ct`, `tokio-mt`), with the system's allocator and with
+//!   mimalloc (`tokio-ct-mimalloc`, `tokio-mt-mimalloc`: these workloads
+//!   spawn or allocate per message, and fibra's tasks come from its own
+//!   slabs);
 //! * the Go program's subcommand named like the workload (`go`);
 //! * for the workloads Erlang and Racket run too, their programs'
 //!   (`erlang`, `racket`; see [`super::langs`]).
@@ -50,13 +53,29 @@ where
     let mut rows = fibra;
     rows.extend([
         tokio_row(System::TokioCt, on_tokio_ct(tokio.clone())),
-        tokio_row(System::TokioMt, on_tokio_mt(tokio)),
+        tokio_row(System::TokioMt, on_tokio_mt(tokio.clone())),
+        tokio_row(
+            System::TokioCtMimalloc,
+            mimalloc(on_tokio_ct(tokio.clone())),
+        ),
+        tokio_row(System::TokioMtMimalloc, mimalloc(on_tokio_mt(tokio))),
         spec.on(System::Go, Runner::go(spec.workload)),
     ]);
     if let Some(erlang_note) = notes.erlang {
         rows.extend(langs::rows(spec, erlang_note));
     }
     rows
+}
+
+/// The runner of a `*-mimalloc` row: the same code, run by the
+/// `fibra-bench-mimalloc` executable (see [`crate::harness`]); skipped with a
+/// note in a build without the `mimalloc` feature.
+fn mimalloc(runner: Runner) -> Runner {
+    if cfg!(feature = "mimalloc") {
+        runner
+    } else {
+        Runner::Unavailable(crate::mimalloc_bin::NO_FEATURE)
+    }
 }
 
 #[cfg(test)]
@@ -93,17 +112,19 @@ mod tests {
                 System::Fibra,
                 System::TokioCt,
                 System::TokioMt,
+                System::TokioCtMimalloc,
+                System::TokioMtMimalloc,
                 System::Go,
                 System::Erlang,
                 System::Racket
             ]
         );
-        for tokio in &rows[1..3] {
+        for tokio in &rows[1..5] {
             assert_eq!(tokio.note, Some("capacity 1"));
             assert_eq!(tokio.extra, Params::new().with("peer_capacity", 1));
         }
-        assert_eq!(rows[4].note, Some("acks"));
-        for peer in &rows[3..] {
+        assert_eq!(rows[6].note, Some("acks"));
+        for peer in &rows[5..] {
             let Runner::External { program, .. } = peer.runner else {
                 panic!("{}: not an external program", peer.label());
             };
@@ -117,7 +138,13 @@ mod tests {
         let rows = task_rows(&spec, Vec::new(), || async { 45 }, PeerNotes::default());
         assert_eq!(
             systems(&rows),
-            [System::TokioCt, System::TokioMt, System::Go]
+            [
+                System::TokioCt,
+                System::TokioMt,
+                System::TokioCtMimalloc,
+                System::TokioMtMimalloc,
+                System::Go
+            ]
         );
         assert!(
             rows.iter()

@@ -179,6 +179,19 @@ impl From<RecvError> for TryRecvError {
 
 /// Why [`Sender::send_timeout`](crate::Sender::send_timeout) did not send;
 /// the value is returned either way.
+///
+/// ```
+/// use fibra::SendTimeoutError;
+/// use std::time::Duration;
+///
+/// let (tx, rx) = fibra::bounded::<u8>(1);
+/// tx.try_send(1).unwrap(); // full now
+/// let err = tx.send_timeout_blocking(2, Duration::from_millis(1)).unwrap_err();
+/// assert!(matches!(err, SendTimeoutError::Timeout(2)));
+/// drop(rx);
+/// let err = tx.send_timeout_blocking(3, Duration::from_millis(1)).unwrap_err();
+/// assert!(matches!(err, SendTimeoutError::Disconnected(3)));
+/// ```
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum SendTimeoutError<T> {
     /// No receiver took the value (or no room opened) in time.
@@ -237,3 +250,45 @@ impl<T> fmt::Display for SendTimeoutError<T> {
 }
 
 impl<T> std::error::Error for SendTimeoutError<T> {}
+
+/// Why a receive with a time limit returned nothing:
+/// [`Receiver::recv_timeout`](crate::Receiver::recv_timeout) and
+/// [`Mailbox::recv_timeout`](crate::Mailbox::recv_timeout).
+///
+/// ```
+/// use fibra::RecvTimeoutError;
+/// use std::time::Duration;
+///
+/// let (tx, rx) = fibra::channel::<u8>();
+/// let t = Duration::from_millis(1);
+/// assert_eq!(rx.recv_timeout_blocking(t), Err(RecvTimeoutError::Timeout));
+/// drop(tx);
+/// assert_eq!(rx.recv_timeout_blocking(t), Err(RecvTimeoutError::Disconnected));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecvTimeoutError {
+    /// Nothing arrived in time.
+    Timeout,
+    /// Nothing is left to receive and nothing can come any more (every
+    /// sender, or every address of a mailbox, is gone).
+    Disconnected,
+}
+
+impl fmt::Display for RecvTimeoutError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RecvTimeoutError::Timeout => f.write_str("timed out waiting for a value"),
+            RecvTimeoutError::Disconnected => {
+                f.write_str("nothing left to receive and every sender is gone")
+            }
+        }
+    }
+}
+
+impl std::error::Error for RecvTimeoutError {}
+
+impl From<RecvError> for RecvTimeoutError {
+    fn from(_: RecvError) -> Self {
+        RecvTimeoutError::Disconnected
+    }
+}

@@ -20,8 +20,24 @@
 //! on a rendezvous channel, and its [`AsyncSend`] receipt says when a
 //! receiver took the value, or gives it back if every receiver went first.
 //!
-//! [`Receiver`] is a `futures_core::Stream` and [`Sender`] a
-//! `futures_sink::Sink`.
+//! A receive with a time limit is [`Receiver::recv_timeout`] (async) or
+//! [`Receiver::recv_timeout_blocking`]; OS threads can iterate
+//! ([`Receiver::iter`], [`Receiver::try_iter`], `for v in rx`).
+//! [`Receiver`] is a `futures_core::Stream` (and `FusedStream`) and
+//! [`Sender`] a `futures_sink::Sink`. A [`WeakSender`]
+//! ([`Sender::downgrade`]) can send after an upgrade without keeping the
+//! channel open.
+//!
+//! # Other kinds of channel
+//!
+//! | module | what | waiting op |
+//! |---|---|---|
+//! | [`oneshot`] | one value, one sender, one receiver (a reply slot) | [`oneshot::Receiver::recv_op`], [`oneshot::Sender::closed_op`] |
+//! | [`broadcast`] | every receiver sees every value (bounded; laggers are told what they missed) | [`broadcast::Receiver::recv_op`] |
+//! | [`watch`] | the latest value, and its changes | [`watch::Receiver::changed_op`] |
+//!
+//! Each is built on the same op protocol as the channels here, so its
+//! waits compose in choices and work on any executor and from OS threads.
 //!
 //! # Closing and nothing lost
 //!
@@ -33,16 +49,27 @@
 //! value back to the channel, ahead of everything else.
 
 mod async_send;
+pub mod broadcast;
 mod errors;
+mod iter;
 mod meeting;
+pub mod oneshot;
 mod ops;
+mod send_from;
 mod send_recv_futures;
 mod stream;
+pub mod watch;
+mod weak;
 
 pub use async_send::{AsyncSend, ConsumedOp, SendAsyncOp};
-pub use errors::{RecvError, SendError, SendTimeoutError, TryRecvError, TrySendError};
+pub use errors::{
+    RecvError, RecvTimeoutError, SendError, SendTimeoutError, TryRecvError, TrySendError,
+};
+pub use iter::{IntoIter, Iter, TryIter};
 pub use ops::{RecvOp, SendOp};
+pub use send_from::SendFromOp;
 pub use send_recv_futures::{Recv, Send};
+pub use weak::WeakSender;
 
 use crate::loom::Arc;
 use crate::op::{Op, Perform};
@@ -104,6 +131,17 @@ fn with_capacity<T>(cap: usize) -> (Sender<T>, Receiver<T>) {
 
 /// The sending side of a channel. Clone it to send from several places; the
 /// channel closes for receivers when the last clone is dropped.
+///
+/// ```
+/// let (tx, rx) = fibra::unbounded::<u32>();
+/// let tx2 = tx.clone();
+/// std::thread::spawn(move || tx2.send_blocking(1).unwrap()).join().unwrap();
+/// tx.send_blocking(2).unwrap();
+/// drop(tx); // the last sender: receivers drain, then see the close
+/// let mut got: Vec<u32> = std::iter::from_fn(|| rx.recv_blocking().ok()).collect();
+/// got.sort();
+/// assert_eq!(got, [1, 2]);
+/// ```
 pub struct Sender<T> {
     chan: Arc<Chan<T>>,
     /// The send in flight for the `Sink` impl.
@@ -113,6 +151,17 @@ pub struct Sender<T> {
 /// The receiving side of a channel. Clone it to receive from several places
 /// (each value goes to exactly one receiver); sends fail once the last clone
 /// is dropped.
+///
+/// ```
+/// let (tx, rx) = fibra::bounded::<u32>(4);
+/// let rx2 = rx.clone(); // each value goes to one receiver
+/// tx.try_send(1).unwrap();
+/// tx.try_send(2).unwrap();
+/// assert_eq!(rx.try_recv(), Ok(1));
+/// assert_eq!(rx2.try_recv(), Ok(2));
+/// drop((rx, rx2)); // the last receiver: sends fail and hand the value back
+/// assert_eq!(tx.try_send(3).unwrap_err().into_inner(), 3);
+/// ```
 pub struct Receiver<T> {
     chan: Arc<Chan<T>>,
     /// The receive in flight for the `Stream` impl.
@@ -204,6 +253,43 @@ impl<T> Sender<T> {
         SendAsyncOp::new(&self.chan, value)
     }
 
+    /// The op of sending the value in `slot`, which the caller keeps: if
+    /// the send commits, `slot` is left `None`; if it loses a choice (or
+    /// is cancelled, or never performed), the value is back in `slot` once
+    /// the op is dropped, at the end of the `select!`, the perform or the
+    /// [`WaitUntil`](crate::WaitUntil). A `None` slot makes an op that
+    /// never commits. This is how a send in a choice loses nothing:
+    /// [`send_op`](Sender::send_op) owns its value, which drops with the
+    /// op when another branch wins.
+    ///
+    /// ```
+    /// use fibra::{bounded, select, time::after};
+    /// use std::time::Duration;
+    ///
+    /// # fibra::run(async {
+    /// let (tx, rx) = bounded::<Vec<u8>>(1);
+    /// tx.send(vec![0]).await.unwrap(); // full
+    /// let mut pending = Some(vec![1, 2, 3]);
+    /// select! {
+    ///     r = tx.send_op_from(&mut pending) => r.unwrap(),
+    ///     () = after(Duration::from_millis(1)) => {
+    ///         // The send lost: the value is still ours, to retry later.
+    ///         assert_eq!(pending.as_deref(), Some(&[1, 2, 3][..]));
+    ///     }
+    /// }
+    /// assert_eq!(rx.recv().await, Ok(vec![0]));
+    /// select! {
+    ///     r = tx.send_op_from(&mut pending) => r.unwrap(),
+    ///     () = after(Duration::from_secs(5)) => unreachable!("there is room"),
+    /// }
+    /// assert_eq!(pending, None); // sent
+    /// assert_eq!(rx.recv().await, Ok(vec![1, 2, 3]));
+    /// # });
+    /// ```
+    pub fn send_op_from<'a>(&'a self, slot: &'a mut Option<T>) -> SendFromOp<'a, T> {
+        SendFromOp::new(ChanRef::borrowed(&self.chan), slot)
+    }
+
     /// Sends `value` only if that can happen now: a receiver is waiting
     /// (rendezvous) or the buffer has room.
     ///
@@ -243,9 +329,10 @@ impl<T> Sender<T> {
     /// Sends `value`, waiting at most `d`; on timeout the value comes back
     /// (`SendTimeoutError::Timeout(value)`), so nothing is lost.
     ///
-    /// (A send op that loses a choice keeps its value inside the op, which
-    /// the perform then drops; use this method, or `try_perform`, when the
-    /// value must come back.)
+    /// (A [`send_op`](Sender::send_op) that loses a choice keeps its value
+    /// inside the op, which the perform then drops; in a choice, use
+    /// [`send_op_from`](Sender::send_op_from), which leaves the value with
+    /// the caller.)
     ///
     /// ```
     /// use fibra::SendTimeoutError;
@@ -425,6 +512,62 @@ impl<T> Receiver<T> {
         self.recv_op().perform()
     }
 
+    /// Receives a value, waiting at most `d`: `Err(Timeout)` if none came
+    /// in time, `Err(Disconnected)` once every sender is gone and the
+    /// channel is empty. Cancel-safe, like [`recv`](Self::recv); on an OS
+    /// thread use [`recv_timeout_blocking`](Self::recv_timeout_blocking). In
+    /// a choice, use `fibra::time::timeout(rx.recv_op(), d)` (or an `after`
+    /// branch).
+    ///
+    /// ```
+    /// use fibra::RecvTimeoutError;
+    /// use std::time::Duration;
+    ///
+    /// # futures::executor::block_on(async {
+    /// let (tx, rx) = fibra::bounded(1);
+    /// let d = Duration::from_millis(5);
+    /// assert_eq!(rx.recv_timeout(d).await, Err(RecvTimeoutError::Timeout));
+    /// tx.send(1).await.unwrap();
+    /// assert_eq!(rx.recv_timeout(d).await, Ok(1));
+    /// # });
+    /// ```
+    pub async fn recv_timeout(&self, d: std::time::Duration) -> Result<T, RecvTimeoutError> {
+        match crate::time::timeout(self.recv_op(), d).await {
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(RecvError)) => Err(RecvTimeoutError::Disconnected),
+            Err(crate::time::Elapsed) => Err(RecvTimeoutError::Timeout),
+        }
+    }
+
+    /// Receives a value on an OS thread, parking it at most `d`
+    /// (crossbeam's `recv_timeout`); see [`recv_timeout`](Self::recv_timeout).
+    ///
+    /// # Panics
+    ///
+    /// On a fibra runtime worker thread; use [`recv_timeout`](Self::recv_timeout)
+    /// there.
+    ///
+    /// ```
+    /// use fibra::RecvTimeoutError;
+    /// use std::time::Duration;
+    ///
+    /// let (tx, rx) = fibra::channel();
+    /// let t = std::thread::spawn(move || tx.send_blocking("hi"));
+    /// assert_eq!(rx.recv_timeout_blocking(Duration::from_secs(10)), Ok("hi"));
+    /// t.join().unwrap().unwrap();
+    /// assert_eq!(
+    ///     rx.recv_timeout_blocking(Duration::from_millis(1)),
+    ///     Err(RecvTimeoutError::Disconnected)
+    /// );
+    /// ```
+    pub fn recv_timeout_blocking(&self, d: std::time::Duration) -> Result<T, RecvTimeoutError> {
+        match crate::time::timeout(self.recv_op(), d).perform() {
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(RecvError)) => Err(RecvTimeoutError::Disconnected),
+            Err(crate::time::Elapsed) => Err(RecvTimeoutError::Timeout),
+        }
+    }
+
     /// Whether every sender is gone and nothing is left to receive.
     ///
     /// ```
@@ -535,6 +678,7 @@ impl<T> fmt::Debug for Receiver<T> {
 crate::op::op_into_future! {
     impl['a, T] RecvOp<'a, T>;
     impl['a, T] SendOp<'a, T>;
+    impl['a, T] SendFromOp<'a, T>;
 }
 
 #[cfg(all(test, loom))]

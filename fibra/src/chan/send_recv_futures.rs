@@ -188,6 +188,17 @@ impl<'a, T> Wait<'a, T> {
 /// future is dropped right after a sender committed to it (a foreign
 /// `select!` can do that), the value goes back to the front of the channel.
 /// In a choice, use [`Receiver::recv_op`](super::Receiver::recv_op).
+///
+/// ```
+/// let (tx, rx) = fibra::bounded::<&str>(1);
+/// tx.try_send("hi").unwrap();
+/// drop(tx);
+/// futures::executor::block_on(async {
+///     let recv: fibra::chan::Recv<'_, &str> = rx.recv();
+///     assert_eq!(recv.await, Ok("hi"));
+///     assert_eq!(rx.recv().await, Err(fibra::RecvError)); // closed and drained
+/// });
+/// ```
 #[must_use = "futures do nothing unless polled: .await it"]
 pub struct Recv<'a, T>(Wait<'a, T>);
 
@@ -243,6 +254,16 @@ impl<T> std::fmt::Debug for Recv<'_, T> {
 /// Cancel-safe: dropped before it commits, the value was not sent (it drops
 /// with the future). In a choice, use
 /// [`Sender::send_op`](super::Sender::send_op).
+///
+/// ```
+/// let (tx, rx) = fibra::bounded::<&str>(1);
+/// futures::executor::block_on(async {
+///     let send: fibra::chan::Send<'_, &str> = tx.send("hi");
+///     send.await.unwrap(); // buffered
+///     drop(rx);
+///     assert_eq!(tx.send("bye").await.unwrap_err().into_inner(), "bye");
+/// });
+/// ```
 #[must_use = "futures do nothing unless polled: .await it"]
 pub struct Send<'a, T>(Wait<'a, T>);
 

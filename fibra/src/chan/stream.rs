@@ -10,6 +10,7 @@ use super::ops::{ChanRef, RecvOp, SendOp};
 use super::{Receiver, SendError, Sender, TrySendError};
 use crate::op::Perform;
 use futures_core::Stream;
+use futures_core::stream::FusedStream;
 use futures_sink::Sink;
 use std::future::Future;
 use std::pin::Pin;
@@ -47,6 +48,26 @@ impl<T> Stream for Receiver<T> {
         let out = ready!(pending.as_mut().poll(cx));
         this.stream = None;
         Poll::Ready(out.ok())
+    }
+}
+
+/// The stream is over once every sender is gone and the channel is empty
+/// (no sender can come back: a [`WeakSender`](super::WeakSender) cannot
+/// upgrade then), so `futures::select!` can skip it.
+///
+/// ```
+/// use futures::stream::FusedStream;
+///
+/// let (tx, rx) = fibra::unbounded::<u8>();
+/// tx.try_send(1).unwrap();
+/// drop(tx);
+/// assert!(!rx.is_terminated()); // one value left
+/// rx.try_recv().unwrap();
+/// assert!(rx.is_terminated());
+/// ```
+impl<T> FusedStream for Receiver<T> {
+    fn is_terminated(&self) -> bool {
+        self.stream.is_none() && self.is_disconnected()
     }
 }
 

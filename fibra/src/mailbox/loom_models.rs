@@ -177,3 +177,71 @@ fn loom_semaphore_acquire_losing_a_choice_keeps_no_permit() {
         assert_eq!(sem.available_permits(), expected);
     });
 }
+
+#[test]
+fn loom_link_racing_a_death_signals_once() {
+    // A link is made while the other side dies: the death is either found
+    // in the link list or seen as `dead` by the link, which then signals
+    // itself. Exactly one signal either way.
+    model(|| {
+        let (a, mut ma) = mailbox::<crate::ExitSignal>();
+        ma.trap_exits(|s| s);
+        let (b, mb) = mailbox::<()>();
+        let b_id = b.id();
+        let t = thread::spawn(move || drop(mb)); // b's death (closed)
+        a.link(&b);
+        t.join().unwrap();
+        let s = ma.try_recv().expect("the death was signalled");
+        assert_eq!((s.from, s.exit), (b_id, crate::Exit::Closed));
+        assert_eq!(ma.try_recv(), Err(TryRecvError::Empty));
+    });
+}
+
+#[test]
+fn loom_link_racing_both_deaths() {
+    // Both sides die while they are linked: whatever the order, no deadlock
+    // (the link takes both locks, each death only its own), no signal
+    // reaches a dead side, and the link lists (which hold each other's
+    // mailbox) are emptied, so nothing leaks.
+    model(|| {
+        let (a, ma) = mailbox::<()>();
+        let (b, mb) = mailbox::<()>();
+        let t = thread::spawn(move || drop(mb));
+        a.link(&b);
+        drop(ma);
+        t.join().unwrap();
+        assert_eq!(a.try_exited(), Some(crate::Exit::Closed));
+        assert_eq!(b.try_exited(), Some(crate::Exit::Closed));
+        assert!(crate::loom::lock(&a.inner.ctl).links.is_empty());
+        assert!(crate::loom::lock(&b.inner.ctl).links.is_empty());
+    });
+}
+
+#[test]
+fn loom_kill_racing_the_tasks_first_park() {
+    // An actor task registers its waker at its first `Pending` poll and
+    // then looks at the kill; a kill sets the kill and then wakes the
+    // registered waker. Either the task sees the kill, or the kill wakes it.
+    use crate::loom::{AtomicUsize, Ordering};
+    use std::sync::Arc as StdArc;
+    use std::task::{Wake, Waker};
+
+    struct Count(AtomicUsize);
+    impl Wake for Count {
+        fn wake(self: StdArc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    model(|| {
+        let addr = super::supervised_addr::<()>();
+        let killer = addr.clone();
+        let count = StdArc::new(Count(AtomicUsize::new(0)));
+        let waker = Waker::from(count.clone());
+        let t = thread::spawn(move || killer.kill());
+        let saw_kill = addr.inner.register_task_waker(&waker);
+        t.join().unwrap();
+        let woken = count.0.load(Ordering::SeqCst);
+        assert!(saw_kill || woken == 1, "a kill went unnoticed");
+        assert_eq!(addr.inner.take_kill(), Some(crate::Exit::Killed));
+    });
+}

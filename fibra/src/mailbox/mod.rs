@@ -10,7 +10,8 @@
 //! pattern: the first message the predicate accepts; the others stay, in
 //! their order). Every receive is also an op ([`Mailbox::recv_op`],
 //! [`Mailbox::recv_matching_op`]), so it composes with channels, timeouts and
-//! joins in a choice (Racket's `thread-receive-evt`).
+//! joins in a choice (Racket's `thread-receive-evt`). A mailbox is also a
+//! `futures_core::Stream` of its messages.
 //!
 //! [`spawn_actor`](crate::spawn_actor) starts a task that owns a new mailbox and returns its
 //! address; [`Addr::exited_op`] becomes ready when that task ends (Erlang's
@@ -94,20 +95,28 @@
 //! ```
 
 mod actor;
+mod call;
+mod link;
 mod ops;
 mod queue;
 mod recv;
+mod registry;
+mod stream;
 
 #[cfg(all(test, loom))]
 mod loom_models;
 
+pub use crate::chan::RecvTimeoutError;
 pub use actor::Exit;
-pub(crate) use actor::actor;
+pub(crate) use actor::{OnEnd, actor, supervised_addr, supervised_life};
+pub use call::{Call, CallError, Reply, ReplyOp};
+pub use link::{ActorId, ExitSignal};
 pub use ops::{RecvMatchingOp, RecvOp, SendOp};
 pub use recv::Recv;
+pub use registry::{LookupError, RegisterError, register, registered, unregister, whereis};
 
 use crate::chan::{TryRecvError, TrySendError};
-use crate::loom::{Arc, AtomicBool, AtomicUsize, Ordering};
+use crate::loom::{Arc, AtomicBool, AtomicUsize, Mutex, Ordering, lock};
 use crate::op::Op;
 use crate::sync::{IVar, Semaphore, TryAcquireError};
 use queue::Queue;
@@ -135,7 +144,11 @@ use std::time::Duration;
 ///   queue: that message is dropped with the queue, like any message left
 ///   in a mailbox whose owner is gone.
 /// * `exit` is filled once, when the owning task ends (or, for a mailbox
-///   not tied to a task, when it closes), after `closed` is set.
+///   not tied to a task, when it closes), after `closed` is set. A
+///   supervised child's mailbox outlives its task's lives: its `exit` is
+///   filled when its supervisor stops it for good.
+/// * `ctl` and `killed`: links, kills, trapped exits and registered names
+///   (`link.rs` states their invariants).
 pub(crate) struct Inner<M> {
     queue: Queue<M>,
     addrs: AtomicUsize,
@@ -146,16 +159,21 @@ pub(crate) struct Inner<M> {
     room: Option<Semaphore>,
     /// Shared with `Monitor`s, which outlive nothing else.
     exit: Arc<IVar<Exit>>,
+    ctl: Mutex<link::Control<M>>,
+    /// A kill was requested for the current life (`link.rs`).
+    killed: AtomicBool,
 }
 
 impl<M> Inner<M> {
-    fn new(capacity: Option<usize>) -> Self {
+    fn new(capacity: Option<usize>, is_task: bool, supervised: bool) -> Self {
         Self {
             queue: Queue::new(),
             addrs: AtomicUsize::new(1),
             closed: AtomicBool::new(false),
             room: capacity.map(Semaphore::new),
             exit: Arc::new(IVar::new()),
+            ctl: link::Control::new(is_task, supervised),
+            killed: AtomicBool::new(false),
         }
     }
 
@@ -210,7 +228,7 @@ impl<M> Inner<M> {
 /// assert_eq!(mb.try_recv(), Ok("hello"));
 /// ```
 pub fn mailbox<M>() -> (Addr<M>, Mailbox<M>) {
-    make(None)
+    make(None, false)
 }
 
 /// Creates a mailbox that holds at most `capacity` messages: a
@@ -236,11 +254,11 @@ pub fn bounded_mailbox<M>(capacity: usize) -> (Addr<M>, Mailbox<M>) {
         capacity > 0,
         "a bounded mailbox needs a capacity of at least 1"
     );
-    make(Some(capacity))
+    make(Some(capacity), false)
 }
 
-fn make<M>(capacity: Option<usize>) -> (Addr<M>, Mailbox<M>) {
-    let inner = Arc::new(Inner::new(capacity));
+fn make<M>(capacity: Option<usize>, is_task: bool) -> (Addr<M>, Mailbox<M>) {
+    let inner = Arc::new(Inner::new(capacity, is_task, false));
     (
         Addr {
             inner: inner.clone(),
@@ -248,7 +266,8 @@ fn make<M>(capacity: Option<usize>) -> (Addr<M>, Mailbox<M>) {
         Mailbox {
             inner,
             stash: VecDeque::new(),
-            owned_by_task: false,
+            owned_by_task: is_task,
+            supervised: false,
         },
     )
 }
@@ -260,6 +279,19 @@ fn make<M>(capacity: Option<usize>) -> (Addr<M>, Mailbox<M>) {
 /// the mailbox's life. `Eq` and `Hash` use only that identity, which never
 /// changes, so addresses are sound map keys (clippy's `mutable_key_type`
 /// lint cannot see that and may be allowed for them).
+///
+/// ```
+/// use std::collections::HashSet;
+///
+/// let (addr, mut mb) = fibra::mailbox::<&str>();
+/// let copy = addr.clone();
+/// assert_eq!(addr, copy); // the same mailbox
+/// let mut known = HashSet::new();
+/// known.insert(addr.clone());
+/// assert!(known.contains(&copy));
+/// std::thread::spawn(move || copy.send("from a thread").unwrap()).join().unwrap();
+/// assert_eq!(mb.try_recv(), Ok("from a thread"));
+/// ```
 pub struct Addr<M> {
     inner: Arc<Inner<M>>,
 }
@@ -311,6 +343,13 @@ impl<M> Addr<M> {
     }
 
     /// Whether the mailbox is closed: sends fail from now on.
+    ///
+    /// ```
+    /// let (addr, mb) = fibra::mailbox::<u8>();
+    /// assert!(!addr.is_closed());
+    /// drop(mb);
+    /// assert!(addr.is_closed());
+    /// ```
     pub fn is_closed(&self) -> bool {
         self.inner.is_closed()
     }
@@ -339,11 +378,28 @@ impl<M> Addr<M> {
     }
 
     /// Waits until the mailbox's task ends; see [`exited_op`](Self::exited_op).
+    ///
+    /// ```
+    /// fibra::run(async {
+    ///     let addr = fibra::spawn_actor(|mut mb: fibra::Mailbox<u8>| async move {
+    ///         mb.recv().await;
+    ///     });
+    ///     addr.send(1).unwrap();
+    ///     assert_eq!(addr.exited().await, fibra::Exit::Normal);
+    /// });
+    /// ```
     pub async fn exited(&self) -> Exit {
         self.exited_op().await
     }
 
     /// How the mailbox's task ended, if it did.
+    ///
+    /// ```
+    /// let (addr, mb) = fibra::mailbox::<u8>();
+    /// assert_eq!(addr.try_exited(), None);
+    /// drop(mb);
+    /// assert_eq!(addr.try_exited(), Some(fibra::Exit::Closed));
+    /// ```
     pub fn try_exited(&self) -> Option<Exit> {
         self.inner.exit.try_get()
     }
@@ -371,7 +427,97 @@ impl<M> Addr<M> {
         }
     }
 
-    fn id(&self) -> *const Inner<M> {
+    /// This mailbox's identity, as [`ExitSignal::from`] names it.
+    ///
+    /// ```
+    /// let (a, mb) = fibra::mailbox::<()>();
+    /// assert_eq!(a.id(), mb.addr().id());
+    /// assert_ne!(a.id(), fibra::mailbox::<()>().0.id());
+    /// ```
+    pub fn id(&self) -> ActorId {
+        self.inner.actor_id()
+    }
+
+    /// Links this mailbox's actor with `other`'s (Erlang's `link`): when
+    /// either ends, the other receives an exit signal. An actor that traps
+    /// exits ([`Mailbox::trap_exits`]) gets it as a message; otherwise a
+    /// death other than [`Exit::Normal`] kills it (see [`kill`](Self::kill))
+    /// with [`Exit::Linked`], which its own links then see in turn
+    /// ([`Exit::Normal`] and [`Exit::Closed`] kill nobody). A link
+    /// is symmetric, made once however often it is asked for, and removed
+    /// by [`unlink`](Self::unlink) or by either death. Linking to an actor
+    /// that already ended signals at once, as that death would have.
+    ///
+    /// A mailbox made by [`mailbox`] (not an actor's) links too: a kill
+    /// closes it, and its close or drop is its death ([`Exit::Closed`]).
+    ///
+    /// ```
+    /// use fibra::Exit;
+    ///
+    /// fibra::run(async {
+    ///     let worker = fibra::spawn_actor(|mut mb| async move {
+    ///         let n: u32 = mb.recv().await.unwrap();
+    ///         assert!(n != 13, "unlucky");
+    ///     });
+    ///     let partner = fibra::spawn_actor(|mut mb| async move {
+    ///         while let Some(()) = mb.recv().await {} // waits forever
+    ///     });
+    ///     partner.link(&worker);
+    ///     worker.send(13).unwrap();
+    ///     let died = Exit::Panicked("unlucky".into());
+    ///     assert_eq!(worker.exited().await, died);
+    ///     assert_eq!(partner.exited().await, Exit::Linked(Box::new(died)));
+    /// });
+    /// ```
+    pub fn link<N: Send + 'static>(&self, other: &Addr<N>)
+    where
+        M: Send + 'static,
+    {
+        link::link(&self.inner, &other.inner);
+    }
+
+    /// Removes the link between this mailbox's actor and `other`'s, if any.
+    ///
+    /// ```
+    /// let (a, _ma) = fibra::mailbox::<()>();
+    /// let (b, mb) = fibra::mailbox::<()>();
+    /// a.link(&b);
+    /// a.unlink(&b);
+    /// drop(mb); // b's death no longer reaches a
+    /// assert!(!a.is_closed());
+    /// ```
+    pub fn unlink<N: Send + 'static>(&self, other: &Addr<N>)
+    where
+        M: Send + 'static,
+    {
+        link::unlink(&self.inner, &other.inner);
+    }
+
+    /// Kills the actor (Erlang's `exit(Pid, kill)`): its task is woken if
+    /// it waits, and at its next poll its body is dropped — not interrupted
+    /// mid-poll, as [`JoinHandle::abort`](crate::JoinHandle::abort) — which
+    /// closes its mailbox (the messages still inside are dropped) and ends
+    /// it with [`Exit::Killed`]; its links see that exit. Killing an actor
+    /// that already ended does nothing; a kill cannot be trapped. A
+    /// supervised child's life is killed, and its supervisor decides what
+    /// follows (see [`Supervisor`](crate::actors::Supervisor)).
+    ///
+    /// A mailbox made by [`mailbox`] is closed at once instead.
+    ///
+    /// ```
+    /// use fibra::Exit;
+    ///
+    /// fibra::run(async {
+    ///     let stuck = fibra::spawn_actor(|_mb: fibra::Mailbox<()>| std::future::pending::<()>());
+    ///     stuck.kill();
+    ///     assert_eq!(stuck.exited().await, Exit::Killed);
+    /// });
+    /// ```
+    pub fn kill(&self) {
+        self.inner.kill(Exit::Killed);
+    }
+
+    fn ptr(&self) -> *const Inner<M> {
         Arc::as_ptr(&self.inner)
     }
 }
@@ -397,7 +543,7 @@ impl<M> Drop for Addr<M> {
 
 impl<M> PartialEq for Addr<M> {
     fn eq(&self, other: &Self) -> bool {
-        self.id() == other.id()
+        self.ptr() == other.ptr()
     }
 }
 
@@ -405,13 +551,13 @@ impl<M> Eq for Addr<M> {}
 
 impl<M> Hash for Addr<M> {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        self.id().hash(state);
+        self.ptr().hash(state);
     }
 }
 
 impl<M> fmt::Debug for Addr<M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Addr({:p})", self.id())
+        write!(f, "Addr({:p})", self.ptr())
     }
 }
 
@@ -423,6 +569,17 @@ impl<M> fmt::Display for Addr<M> {
 
 /// Watches how a mailbox's task ends, without keeping the mailbox open:
 /// made by [`Addr::monitor`].
+///
+/// ```
+/// fibra::run(async {
+///     let addr = fibra::spawn_actor(|mut mb: fibra::Mailbox<u8>| async move {
+///         while mb.recv().await.is_some() {}
+///     });
+///     let monitor: fibra::Monitor = addr.monitor();
+///     drop(addr); // a monitor does not keep the actor's mailbox open
+///     assert_eq!(monitor.exited().await, fibra::Exit::Normal);
+/// });
+/// ```
 #[derive(Clone)]
 pub struct Monitor {
     exit: Arc<IVar<Exit>>,
@@ -430,16 +587,43 @@ pub struct Monitor {
 
 impl Monitor {
     /// The op that becomes ready when the task ends; see [`Addr::exited_op`].
+    ///
+    /// ```
+    /// use fibra::{Op, always, choose_biased};
+    ///
+    /// let (addr, mb) = fibra::mailbox::<u8>();
+    /// let monitor = addr.monitor();
+    /// let now = || choose_biased((monitor.exited_op().wrap(Some), always(None))).perform();
+    /// assert_eq!(now(), None); // still open
+    /// drop(mb);
+    /// assert_eq!(now(), Some(fibra::Exit::Closed));
+    /// ```
     pub fn exited_op(&self) -> crate::sync::GetOp<'_, Exit> {
         self.exit.get_op()
     }
 
     /// Waits until the task ends.
+    ///
+    /// ```
+    /// let (addr, mb) = fibra::mailbox::<u8>();
+    /// let monitor = addr.monitor();
+    /// drop(mb);
+    /// let exit = futures::executor::block_on(monitor.exited());
+    /// assert_eq!(exit, fibra::Exit::Closed);
+    /// ```
     pub async fn exited(&self) -> Exit {
         self.exited_op().await
     }
 
     /// How the task ended, if it did.
+    ///
+    /// ```
+    /// let (addr, mb) = fibra::mailbox::<u8>();
+    /// let monitor = addr.monitor();
+    /// assert_eq!(monitor.try_exited(), None);
+    /// drop(mb);
+    /// assert_eq!(monitor.try_exited(), Some(fibra::Exit::Closed));
+    /// ```
     pub fn try_exited(&self) -> Option<Exit> {
         self.exit.try_get()
     }
@@ -460,6 +644,20 @@ impl fmt::Debug for Monitor {
 /// order, for later receives. Dropping the mailbox closes it: later sends
 /// fail and hand their message back, and the messages still inside are
 /// dropped (as in Erlang when a process ends).
+///
+/// ```
+/// fibra::run(async {
+///     let (addr, mut mb) = fibra::mailbox::<String>();
+///     addr.send("one".into()).unwrap();
+///     addr.send("two".into()).unwrap();
+///     drop(addr); // no address left: receives drain, then return None
+///     let mut got = Vec::new();
+///     while let Some(m) = mb.recv().await {
+///         got.push(m);
+///     }
+///     assert_eq!(got, ["one", "two"]);
+/// });
+/// ```
 pub struct Mailbox<M> {
     inner: Arc<Inner<M>>,
     /// Messages taken out of the queue but not yet received: skipped by a
@@ -469,29 +667,10 @@ pub struct Mailbox<M> {
     /// Set by `spawn_actor`: the task's end, not the mailbox's drop, fills
     /// `exit`.
     owned_by_task: bool,
+    /// One life of a supervised child: dropping it leaves the mailbox open
+    /// and hands the stash to the next life.
+    supervised: bool,
 }
-
-/// Why [`Mailbox::recv_timeout`] returned no message.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RecvTimeoutError {
-    /// Nothing arrived in time.
-    Timeout,
-    /// The mailbox is empty and nobody can send to it any more.
-    Disconnected,
-}
-
-impl fmt::Display for RecvTimeoutError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            RecvTimeoutError::Timeout => f.write_str("timed out waiting for a message"),
-            RecvTimeoutError::Disconnected => {
-                f.write_str("the mailbox is empty and has no address left")
-            }
-        }
-    }
-}
-
-impl std::error::Error for RecvTimeoutError {}
 
 impl<M> Mailbox<M> {
     /// A new address of this mailbox (to hand out, or to send to itself).
@@ -506,6 +685,94 @@ impl<M> Mailbox<M> {
         Addr {
             inner: self.inner.clone(),
         }
+    }
+
+    /// Traps exits (Erlang's `process_flag(trap_exit, true)`): from now on
+    /// the death of a linked actor ([`Addr::link`]) does not kill this one
+    /// but arrives as a message, `into(signal)`, queued after every message
+    /// that actor sent before it ended — so it is received with
+    /// [`recv`](Self::recv) or, in a choice, [`recv_op`](Self::recv_op) /
+    /// [`recv_matching_op`](Self::recv_matching_op). Normal deaths arrive
+    /// too. A panic in `into` kills this actor ([`Exit::Panicked`]).
+    ///
+    /// # Panics
+    ///
+    /// On a mailbox made by [`bounded_mailbox`]: a signal must never be
+    /// refused for want of room.
+    ///
+    /// ```
+    /// use fibra::{Exit, ExitSignal};
+    ///
+    /// enum Msg {
+    ///     Work(u32),
+    ///     Died(ExitSignal),
+    /// }
+    ///
+    /// fibra::run(async {
+    ///     let (me, mut mb) = fibra::mailbox::<Msg>();
+    ///     mb.trap_exits(Msg::Died);
+    ///     let worker = fibra::spawn_actor(|mut wmb| async move {
+    ///         let _: Option<()> = wmb.recv().await;
+    ///         panic!("worker gave up");
+    ///     });
+    ///     me.link(&worker);
+    ///     me.send(Msg::Work(1)).unwrap();
+    ///     worker.send(()).unwrap();
+    ///     assert!(matches!(mb.recv().await, Some(Msg::Work(1))));
+    ///     match mb.recv().await {
+    ///         Some(Msg::Died(s)) => {
+    ///             assert_eq!(s.from, worker.id());
+    ///             assert_eq!(s.exit, Exit::Panicked("worker gave up".into()));
+    ///         }
+    ///         _ => panic!("expected the worker's exit signal"),
+    ///     }
+    /// });
+    /// ```
+    pub fn trap_exits(&mut self, into: impl Fn(ExitSignal) -> M + Send + Sync + 'static) {
+        assert!(
+            self.inner.room.is_none(),
+            "a bounded mailbox cannot trap exits: a signal must never wait for room"
+        );
+        lock(&self.inner.ctl).rare().trap = Some(std::sync::Arc::new(into));
+    }
+
+    /// Stops trapping exits: a linked death kills this actor again.
+    ///
+    /// ```
+    /// let (_, mut mb) = fibra::mailbox::<fibra::ExitSignal>();
+    /// mb.trap_exits(|s| s);
+    /// mb.untrap_exits();
+    /// ```
+    pub fn untrap_exits(&mut self) {
+        if let Some(rare) = lock(&self.inner.ctl).rare.as_mut() {
+            rare.trap = None;
+        }
+    }
+
+    /// Links this mailbox's actor with `other`'s: see [`Addr::link`].
+    ///
+    /// ```
+    /// use fibra::Exit;
+    ///
+    /// fibra::run(async {
+    ///     let (me, mb) = fibra::mailbox::<()>();
+    ///     let worker = fibra::spawn_actor(|mut wmb| async move {
+    ///         let _: Option<()> = wmb.recv().await;
+    ///         panic!("crashed");
+    ///     });
+    ///     mb.link(&worker);
+    ///     worker.send(()).unwrap();
+    ///     // Not trapping exits: the crash kills (closes) this mailbox.
+    ///     let crashed = Exit::Panicked("crashed".into());
+    ///     assert_eq!(me.exited().await, Exit::Linked(Box::new(crashed)));
+    ///     assert!(me.is_closed());
+    /// });
+    /// ```
+    pub fn link<N: Send + 'static>(&self, other: &Addr<N>)
+    where
+        M: Send + 'static,
+    {
+        link::link(&self.inner, &other.inner);
     }
 
     /// Waits for the next message. `None` once the mailbox is closed or no
@@ -533,11 +800,29 @@ impl<M> Mailbox<M> {
     /// # Panics
     ///
     /// On a fibra worker thread (use `.await` there).
+    ///
+    /// ```
+    /// let (addr, mut mb) = fibra::mailbox::<u32>();
+    /// std::thread::spawn(move || addr.send(7).unwrap());
+    /// assert_eq!(mb.recv_blocking(), Some(7));
+    /// assert_eq!(mb.recv_blocking(), None); // the thread's address is gone
+    /// ```
     pub fn recv_blocking(&mut self) -> Option<M> {
         self.recv_op().perform()
     }
 
     /// Takes the next message if there is one now.
+    ///
+    /// ```
+    /// use fibra::TryRecvError;
+    ///
+    /// let (addr, mut mb) = fibra::mailbox::<u32>();
+    /// assert_eq!(mb.try_recv(), Err(TryRecvError::Empty));
+    /// addr.send(1).unwrap();
+    /// assert_eq!(mb.try_recv(), Ok(1));
+    /// drop(addr);
+    /// assert_eq!(mb.try_recv(), Err(TryRecvError::Disconnected));
+    /// ```
     pub fn try_recv(&mut self) -> Result<M, TryRecvError> {
         match self.take_delivered() {
             Some(m) => Ok(m),
@@ -616,11 +901,33 @@ impl<M> Mailbox<M> {
     }
 
     /// The op of a selective receive: see [`recv_matching`](Self::recv_matching).
+    ///
+    /// ```
+    /// use fibra::{Op, always, choose_biased};
+    ///
+    /// let (addr, mut mb) = fibra::mailbox();
+    /// for m in [1, 10, 2, 20] {
+    ///     addr.send(m).unwrap();
+    /// }
+    /// let big = choose_biased((mb.recv_matching_op(|&m| m >= 10), always(None))).perform();
+    /// assert_eq!(big, Some(10));
+    /// assert_eq!(mb.try_recv(), Ok(1)); // skipped messages stay, in order
+    /// ```
     pub fn recv_matching_op<P: FnMut(&M) -> bool>(&mut self, pred: P) -> RecvMatchingOp<'_, M, P> {
         RecvMatchingOp::new(self, pred)
     }
 
     /// Takes the first message that `pred` accepts, if there is one now.
+    ///
+    /// ```
+    /// let (addr, mut mb) = fibra::mailbox();
+    /// for m in ["a", "b", "c"] {
+    ///     addr.send(m).unwrap();
+    /// }
+    /// assert_eq!(mb.try_recv_matching(|m| *m == "b"), Some("b"));
+    /// assert_eq!(mb.try_recv_matching(|m| *m == "z"), None);
+    /// assert_eq!(mb.try_recv(), Ok("a"));
+    /// ```
     pub fn try_recv_matching(&mut self, mut pred: impl FnMut(&M) -> bool) -> Option<M> {
         let mut seen = 0;
         let i = self.find_matching(&mut seen, &mut pred)?;
@@ -629,22 +936,44 @@ impl<M> Mailbox<M> {
     }
 
     /// Messages waiting now (a snapshot; senders may be adding more).
+    ///
+    /// ```
+    /// let (addr, mut mb) = fibra::mailbox();
+    /// addr.send(1).unwrap();
+    /// addr.send(2).unwrap();
+    /// assert_eq!(mb.len(), 2);
+    /// ```
     pub fn len(&mut self) -> usize {
         self.pull_all();
         self.stash.len()
     }
 
     /// Whether no message is waiting now.
+    ///
+    /// ```
+    /// let (addr, mut mb) = fibra::mailbox();
+    /// assert!(mb.is_empty());
+    /// addr.send(()).unwrap();
+    /// assert!(!mb.is_empty());
+    /// ```
     pub fn is_empty(&mut self) -> bool {
         self.len() == 0
     }
 
     /// Closes the mailbox: sends fail from now on and hand their message
     /// back; the messages already inside can still be received.
+    ///
+    /// ```
+    /// let (addr, mut mb) = fibra::mailbox();
+    /// addr.send(1).unwrap();
+    /// mb.close();
+    /// assert_eq!(addr.send(2).unwrap_err().into_inner(), 2); // sends fail now
+    /// assert_eq!(mb.try_recv(), Ok(1)); // what was inside can still be received
+    /// ```
     pub fn close(&mut self) {
         self.inner.close();
-        if !self.owned_by_task {
-            let _ = self.inner.exit.put(Exit::Closed);
+        if !self.owned_by_task && self.inner.exit.put(Exit::Closed).is_ok() {
+            self.inner.die(&Exit::Closed, self.inner.actor_id(), true);
         }
     }
 
@@ -720,11 +1049,25 @@ impl<M> Mailbox<M> {
     }
 }
 
+// Nothing in a mailbox is ever pinned (its messages move in and out of the
+// stash freely), so pinning one promises nothing: its `Stream` impl takes
+// `Pin<&mut Self>` and uses it as `&mut Self`.
+impl<M> Unpin for Mailbox<M> {}
+
 impl<M> Drop for Mailbox<M> {
     fn drop(&mut self) {
+        if self.supervised {
+            // The next life receives what this one took out but did not
+            // receive, then the queue.
+            let stash = std::mem::take(&mut self.stash);
+            lock(&self.inner.ctl).rare().handover = stash;
+            // SAFETY: we are the single consumer until the next life.
+            unsafe { self.inner.queue.forget_waker() };
+            return;
+        }
         self.inner.close();
-        if !self.owned_by_task {
-            let _ = self.inner.exit.put(Exit::Closed);
+        if !self.owned_by_task && self.inner.exit.put(Exit::Closed).is_ok() {
+            self.inner.die(&Exit::Closed, self.inner.actor_id(), true);
         }
         self.pull_all();
         // SAFETY: we are the single consumer, and it is going away.

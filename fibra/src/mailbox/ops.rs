@@ -151,6 +151,23 @@ fn next<M>(mb: &mut Mailbox<M>) -> Look<M> {
 ///
 /// Yields `Some(message)`, or `None` once the mailbox is closed or no
 /// address is left, and it is empty.
+///
+/// ```
+/// use fibra::{Op, select};
+/// use std::time::Duration;
+///
+/// fibra::run(async {
+///     let (addr, mut mb) = fibra::mailbox::<u32>();
+///     addr.send(3).unwrap();
+///     let got = select! {
+///         m = mb.recv_op() => m,
+///         () = fibra::time::after(Duration::from_secs(5)) => None,
+///     };
+///     assert_eq!(got, Some(3));
+///     drop(addr);
+///     assert_eq!(mb.recv_op().await, None); // no address left
+/// });
+/// ```
 #[must_use = "an op does nothing unless performed"]
 pub struct RecvOp<'a, M> {
     rx: Receiving<'a, M>,
@@ -208,6 +225,18 @@ impl<M> Op for RecvOp<'_, M> {
 /// Yields the first message the predicate accepts (the others stay, in
 /// order), or `None` once the mailbox is closed or no address is left, and
 /// no message matches. Each message is examined at most once per op.
+///
+/// ```
+/// use fibra::Op;
+///
+/// let (addr, mut mb) = fibra::mailbox();
+/// for m in [("log", 1), ("reply", 2), ("log", 3)] {
+///     addr.send(m).unwrap();
+/// }
+/// let reply = mb.recv_matching_op(|(kind, _)| *kind == "reply").perform();
+/// assert_eq!(reply, Some(("reply", 2)));
+/// assert_eq!(mb.len(), 2); // the logs stay
+/// ```
 #[must_use = "an op does nothing unless performed"]
 pub struct RecvMatchingOp<'a, M, P> {
     rx: Receiving<'a, M>,
@@ -285,6 +314,18 @@ pin_project_lite::pin_project! {
     /// The op of sending to a mailbox: made by
     /// [`Addr::send_op`](crate::Addr::send_op). On a bounded mailbox it waits
     /// for room; yields `Err(SendError(msg))` if the mailbox is closed.
+    ///
+    /// ```
+    /// use fibra::{Op, always, choose_biased};
+    ///
+    /// let (addr, mut mb) = fibra::bounded_mailbox::<u8>(1);
+    /// addr.send(1).unwrap(); // full
+    /// // A send op waits for room; in a choice, `always` wins while it is full.
+    /// let sent = choose_biased((addr.send_op(2).wrap(|r| r.is_ok()), always(false))).perform();
+    /// assert!(!sent);
+    /// assert_eq!(mb.try_recv(), Ok(1));
+    /// assert_eq!(addr.send_op(2).perform(), Ok(()));
+    /// ```
     #[must_use = "an op does nothing unless performed"]
     pub struct SendOp<'a, M> {
         inner: &'a Arc<Inner<M>>,

@@ -54,7 +54,6 @@
 //!   producer that wrote one is done with it.
 
 use crate::loom::{AtomicBool, AtomicPtr, AtomicUsize, Ordering, UnsafeCell, spin_wait};
-use crossbeam_utils::CachePadded;
 use std::mem::MaybeUninit;
 use std::ptr;
 use std::task::Waker;
@@ -72,6 +71,8 @@ const CHANGED: usize = 4;
 /// The bits a push keeps as they are.
 const FLAGS: usize = EPOCH | CHANGED;
 const SHIFT: usize = 3;
+/// Padding after `Tail` in a [`Queue`] (its size does not depend on `T`).
+const APART: usize = 128usize.saturating_sub(size_of::<Tail<()>>());
 
 /// `CAP` values, then their `ready` flags (not interleaved: for small
 /// messages that halves a block, and the memory a backlog touches).
@@ -109,9 +110,16 @@ struct Head<T> {
     taken: Option<usize>,
 }
 
+#[repr(C)]
 pub(crate) struct Queue<T> {
-    tail: CachePadded<Tail<T>>,
-    head: CachePadded<UnsafeCell<Head<T>>>,
+    tail: Tail<T>,
+    /// Keeps the producers' `tail` and the consumer's `head` on different
+    /// cache lines (128 bytes apart: a line and its prefetched neighbour)
+    /// without over-aligning the queue: an over-aligned allocation goes
+    /// through the system allocator's `memalign` path, which costs a mailbox
+    /// (created for every actor) several times a plain allocation.
+    _apart: [u8; APART],
+    head: UnsafeCell<Head<T>>,
     waker: UnsafeCell<Option<Waker>>,
     /// The epoch of the last taken park whose taker is done with the waker.
     done: AtomicUsize,
@@ -133,16 +141,17 @@ impl<T> Queue<T> {
     pub(crate) fn new() -> Self {
         let block = Block::alloc();
         Self {
-            tail: CachePadded::new(Tail {
+            tail: Tail {
                 word: AtomicUsize::new(0),
                 block: AtomicPtr::new(block),
-            }),
-            head: CachePadded::new(UnsafeCell::new(Head {
+            },
+            _apart: [0; APART],
+            head: UnsafeCell::new(Head {
                 pos: 0,
                 block,
                 parked: None,
                 taken: None,
-            })),
+            }),
             waker: UnsafeCell::new(None),
             done: AtomicUsize::new(0),
             #[cfg(loom)]

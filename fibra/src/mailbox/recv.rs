@@ -16,6 +16,15 @@ use std::task::{Context, Poll};
 
 /// The future of [`Mailbox::recv`]: the next message, or `None` once the
 /// mailbox is closed or no address is left, and it is empty.
+///
+/// ```
+/// let (addr, mut mb) = fibra::mailbox::<u8>();
+/// addr.send(1).unwrap();
+/// futures::executor::block_on(async {
+///     let next: fibra::mailbox::Recv<'_, u8> = mb.recv();
+///     assert_eq!(next.await, Some(1));
+/// });
+/// ```
 #[must_use = "futures do nothing unless polled: .await it"]
 pub struct Recv<'a, M> {
     mb: &'a mut Mailbox<M>,

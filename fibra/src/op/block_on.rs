@@ -107,6 +107,39 @@ fn spin_for_wake(notified: &AtomicBool) -> bool {
     }
 }
 
+/// Runs `f`, which parks the thread, so that it stalls no other
+/// executor's tasks: inside a tokio runtime (feature `tokio`) through
+/// `tokio::task::block_in_place`, which on a multi-thread runtime's worker
+/// hands the worker's other tasks to another thread first, and on a
+/// current-thread runtime's thread refuses (tokio panics, reporting its own
+/// message, and we panic with ours) instead of deadlocking it.
+/// Elsewhere (a plain thread, a blocking-pool thread) it just runs `f`.
+#[inline]
+fn outside_executors(f: impl FnOnce()) {
+    #[cfg(all(feature = "tokio", not(loom)))]
+    if tokio::runtime::Handle::try_current().is_ok() {
+        let mut f = Some(f);
+        let run = std::panic::AssertUnwindSafe(|| {
+            tokio::task::block_in_place(|| f.take().expect("run once")());
+        });
+        if let Err(panic) = std::panic::catch_unwind(run) {
+            if f.is_some() {
+                // tokio refused before running `f`: a current-thread
+                // runtime's thread.
+                panic!(
+                    "fibra: a blocking call (`.perform()`, `*_blocking`, `fibra::block_on`) on \
+                     the thread of a tokio current-thread runtime would stall every task on \
+                     it; use `.await` instead (or move the blocking work to \
+                     `tokio::task::spawn_blocking`)"
+                );
+            }
+            std::panic::resume_unwind(panic);
+        }
+        return;
+    }
+    f()
+}
+
 /// Runs `future` to completion on the current thread, parking it while the
 /// future waits. This is how [`Op::perform`](crate::Op::perform) works; use
 /// it to run any future from synchronous code.
@@ -114,7 +147,11 @@ fn spin_for_wake(notified: &AtomicBool) -> bool {
 /// # Panics
 ///
 /// Panics if called on a thread that runs fibra's async tasks (a runtime
-/// worker): use `.await` there.
+/// worker): use `.await` there. Other executors cannot be seen without
+/// depending on them: with the feature `tokio`, on a tokio multi-thread
+/// worker the wait goes through `tokio::task::block_in_place` (so the
+/// worker's other tasks move on), and on a tokio current-thread runtime's
+/// thread it panics rather than stall every task there.
 ///
 /// # Examples
 ///
@@ -144,9 +181,11 @@ pub fn block_on<F: Future>(future: F) -> F::Output {
         // park/unpark pair would take: spin briefly first.
         // Acquire pairs with the Release swap in `wake_by_ref`.
         if !spin_for_wake(&parker.notified) {
-            while !parker.notified.swap(false, Ordering::Acquire) {
-                park(&parker);
-            }
+            outside_executors(|| {
+                while !parker.notified.swap(false, Ordering::Acquire) {
+                    park(&parker);
+                }
+            });
         }
     }
 }

@@ -31,6 +31,13 @@ pub trait Branches: Sealed {
     type Output;
 
     /// Number of branches.
+    ///
+    /// ```
+    /// use fibra::op::Branches;
+    /// use fibra::always;
+    ///
+    /// assert_eq!((always(1), always(2)).count(), 2);
+    /// ```
     fn count(&self) -> usize;
 
     /// Branch `i`.

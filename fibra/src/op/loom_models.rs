@@ -55,3 +55,78 @@ fn loom_nack_wakes_a_waiting_server() {
         server.join().unwrap();
     });
 }
+
+/// A future completed by another thread: ready with 7 once `done` is set
+/// (the setter wakes the waker it finds).
+struct SetLater(
+    crate::loom::Arc<(
+        crate::loom::AtomicBool,
+        crate::loom::Mutex<Option<std::task::Waker>>,
+    )>,
+);
+
+impl std::future::Future for SetLater {
+    type Output = u32;
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<u32> {
+        use crate::loom::Ordering;
+        let (done, waker) = &*self.0;
+        // Acquire: pairs with the setter's Release store.
+        if done.load(Ordering::Acquire) {
+            return std::task::Poll::Ready(7);
+        }
+        *crate::loom::lock(waker) = Some(cx.waker().clone());
+        if done.load(Ordering::Acquire) {
+            std::task::Poll::Ready(7)
+        } else {
+            std::task::Poll::Pending
+        }
+    }
+}
+
+#[test]
+fn loom_future_op_keeps_an_output_that_loses_the_race() {
+    // A choice between a receive (a value sent by one thread) and a
+    // `FutureCell` (its future completed by another): one branch commits;
+    // the other's value is not lost: the sent value stays in the channel,
+    // or the future's output waits in the cell (or comes from the future).
+    model(|| {
+        use crate::loom::{Arc, AtomicBool, Mutex, Ordering, lock};
+        let (tx, rx) = crate::bounded::<u32>(1);
+        let flag = Arc::new((AtomicBool::new(false), Mutex::new(None::<std::task::Waker>)));
+        let setter = {
+            let flag = flag.clone();
+            thread::spawn(move || {
+                flag.0.store(true, Ordering::Release);
+                if let Some(w) = lock(&flag.1).take() {
+                    w.wake();
+                }
+            })
+        };
+        let sender = thread::spawn(move || {
+            tx.try_send(1).unwrap();
+            tx
+        });
+        let mut cell = super::FutureCell::new(SetLater(flag));
+        let got = choose((
+            rx.recv_op().wrap(|r| (Some(r.unwrap()), None)),
+            cell.op().wrap(|v| (None, Some(v))),
+        ))
+        .perform();
+        setter.join().unwrap();
+        let _tx = sender.join().unwrap();
+        match got {
+            (Some(1), None) => {
+                // The future's output: kept in the cell, or the future is
+                // ready now (its setter has run).
+                assert_eq!(cell.op().try_perform().ok(), Some(7));
+            }
+            (None, Some(7)) => assert_eq!(rx.try_recv(), Ok(1)),
+            other => panic!("got {other:?}"),
+        }
+        assert!(cell.is_terminated());
+    });
+}

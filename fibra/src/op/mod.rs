@@ -38,6 +38,7 @@
 mod block_on;
 mod choice;
 mod combinators;
+mod from_future;
 mod nack;
 mod perform;
 pub(crate) mod rng;
@@ -49,6 +50,7 @@ pub use block_on::block_on;
 pub(crate) use block_on::{check_blocking_allowed, forbid_blocking};
 pub use choice::{BoxOp, Branches, Choose, choose, choose_biased};
 pub use combinators::{Always, Guard, Never, Wrap, always, guard, never};
+pub use from_future::{CellOp, FromFuture, FutureCell, from_future};
 pub use nack::{Nack, WithNack, with_nack};
 pub use perform::Perform;
 pub use rng::seed_choice_rng;
@@ -122,6 +124,8 @@ op_into_future! {
     impl['a, T] BoxOp<'a, T>;
     impl[] Nack;
     impl[F, O] WithNack<F, O>;
+    impl[F: std::future::Future] FromFuture<F>;
+    impl['c, F: std::future::Future + Unpin] CellOp<'c, F>;
 }
 
 pub(crate) mod sealed {
@@ -155,7 +159,9 @@ pub(crate) mod sealed {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not an op",
     label = "expected an op here",
-    note = "choices and `select!` clauses take ops: use the `_op` methods (`recv_op()`, `send_op(v)`, `acquire_op()`, `join_op()`, ...), not the async methods"
+    note = "choices and `select!` clauses take ops: use the `_op` methods (`recv_op()`, `send_op(v)`, `acquire_op()`, `join_op()`, ...), not the async methods",
+    note = "`fibra::time::sleep(d)` is a future: its op is `fibra::time::after(d)`",
+    note = "for a future of another library, `fibra::op::from_future(fut)` makes an op (or `fibra::op::FutureCell`, which keeps its output across choices)"
 )]
 pub trait Op: sealed::Sealed {
     /// What performing the op yields.
@@ -243,7 +249,9 @@ pub trait Op: sealed::Sealed {
     ///
     /// Panics when called on a thread that runs async tasks for fibra's
     /// runtime: blocking there would stall every task on that worker; use
-    /// `.await` instead.
+    /// `.await` instead. With the feature `tokio`, the same holds on a
+    /// tokio current-thread runtime's thread, and on a tokio multi-thread
+    /// worker the wait goes through `tokio::task::block_in_place`.
     ///
     /// ```
     /// use fibra::{Op, always};

@@ -78,6 +78,13 @@ pin_project! {
 
 impl<O: Op> Perform<O> {
     /// Wraps `op` in a future that performs it.
+    ///
+    /// ```
+    /// use fibra::{Perform, always};
+    ///
+    /// let perform = Perform::new(always(5)); // what `.await` on an op builds
+    /// assert_eq!(futures::executor::block_on(perform), 5);
+    /// ```
     pub fn new(op: O) -> Self {
         Self {
             op,
@@ -147,6 +154,7 @@ impl<O: Op> Future for Perform<O> {
                 std::mem::forget(unwinding);
                 if let Some(out) = tried {
                     *this.phase = Phase::Done;
+                    crate::trace::event!(phase = "try", "commit");
                     return Poll::Ready(out);
                 }
                 *this.remote = this.op.commits_remotely();
@@ -181,6 +189,7 @@ impl<O: Op> Future for Perform<O> {
             match this.state.load() {
                 Seen::Synced(leaf) => {
                     *this.phase = Phase::Done;
+                    crate::trace::event!(leaf, "commit");
                     return Poll::Ready(this.op.as_mut().finish(leaf));
                 }
                 // A remote commit is in flight: it took the waker stored

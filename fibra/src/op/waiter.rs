@@ -358,6 +358,19 @@ impl<S> WaitQueue<S> {
         self.records.pop_front()
     }
 
+    /// The payload slot of the first record, stale or not, for a resource
+    /// whose records carry a kind fixed before publication and never
+    /// written afterwards (an `RwLock`'s reader or writer flag): such a
+    /// slot may be read by the holder of the queue's lock at any time,
+    /// since its owner removes the record under that lock before the slot
+    /// goes. Slots that carry a payload must not be read this way.
+    pub(crate) fn front_kind(&self) -> Option<&S>
+    where
+        S: Copy,
+    {
+        self.records.front().map(Waiter::slot)
+    }
+
     /// Puts a record back at the front (it was taken by `pop_front` and not
     /// committed).
     pub(crate) fn push_front(&mut self, w: Waiter<S>) {

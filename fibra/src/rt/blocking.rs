@@ -104,6 +104,7 @@ impl Pool {
 ///     assert_eq!(h.await.unwrap(), "slept");
 /// });
 /// ```
+#[track_caller]
 pub fn spawn_blocking<F, T>(f: F) -> JoinHandle<T>
 where
     F: FnOnce() -> T + Send + 'static,
@@ -112,6 +113,7 @@ where
     let shared = with_current(|ctx| ctx.map(|c| c.shared.clone())).expect(
         "fibra::spawn_blocking called outside a fibra runtime; spawn a task or use std::thread",
     );
+    shared.count_here(super::metrics::Count::Spawned);
     // A task whose future finishes on its first poll, run by a pool thread.
     // Not registered: shutdown leaves running blocking calls alone.
     let (task, handle) = Task::allocate(async move { f() }, shared);

@@ -42,6 +42,11 @@ impl Default for Builder {
 
 impl Builder {
     /// A multi-thread runtime with one worker per core.
+    ///
+    /// ```
+    /// let rt = fibra::rt::Builder::new().workers(2).build().unwrap();
+    /// assert_eq!(rt.block_on(async { 1 + 1 }), 2);
+    /// ```
     pub fn new() -> Self {
         Builder {
             flavor: Flavor::MultiThread,
@@ -57,6 +62,12 @@ impl Builder {
 
     /// Multi-thread flavour (the default): `workers` threads run tasks and
     /// steal from each other.
+    ///
+    /// ```
+    /// let rt = fibra::Runtime::builder().multi_thread().workers(2).build().unwrap();
+    /// let h = rt.spawn(async { std::thread::current().name().map(str::to_string) });
+    /// assert!(rt.block_on(h).unwrap().is_some()); // ran on a named worker thread
+    /// ```
     pub fn multi_thread(mut self) -> Self {
         self.flavor = Flavor::MultiThread;
         self
@@ -64,6 +75,13 @@ impl Builder {
 
     /// Current-thread flavour: no worker threads; tasks run on the thread
     /// that calls [`Runtime::block_on`], while it is in there.
+    ///
+    /// ```
+    /// let rt = fibra::Runtime::builder().current_thread().build().unwrap();
+    /// let caller = std::thread::current().id();
+    /// let h = rt.spawn(async { std::thread::current().id() });
+    /// assert_eq!(rt.block_on(h).unwrap(), caller); // tasks run inside block_on
+    /// ```
     pub fn current_thread(mut self) -> Self {
         self.flavor = Flavor::CurrentThread;
         self
@@ -72,24 +90,48 @@ impl Builder {
     /// Number of worker threads (multi-thread flavour). Default: the
     /// number of cores. Values below 1 count as 1; more than
     /// [`MAX_WORKERS`](super::MAX_WORKERS) make [`build`](Self::build) fail.
+    ///
+    /// ```
+    /// let rt = fibra::Runtime::builder().workers(3).build().unwrap();
+    /// assert_eq!(rt.block_on(rt.spawn(async { 7 })).unwrap(), 7);
+    /// let too_many = fibra::Runtime::builder().workers(fibra::rt::MAX_WORKERS + 1).build();
+    /// assert_eq!(too_many.unwrap_err().kind(), std::io::ErrorKind::InvalidInput);
+    /// ```
     pub fn workers(mut self, n: usize) -> Self {
         self.workers = Some(n.max(1));
         self
     }
 
     /// Name of the worker threads (suffixed with `-N`).
+    ///
+    /// ```
+    /// let rt = fibra::Runtime::builder().workers(1).thread_name("db").build().unwrap();
+    /// let h = rt.spawn(async { std::thread::current().name().unwrap().to_string() });
+    /// assert!(rt.block_on(h).unwrap().starts_with("db"));
+    /// ```
     pub fn thread_name(mut self, name: impl Into<String>) -> Self {
         self.thread_name = name.into();
         self
     }
 
     /// Pins worker `i` to core `i % cores` (Linux; ignored elsewhere).
+    ///
+    /// ```
+    /// let rt = fibra::Runtime::builder().workers(2).pin_cores(true).build().unwrap();
+    /// assert_eq!(rt.block_on(rt.spawn(async { 1 })).unwrap(), 1);
+    /// ```
     pub fn pin_cores(mut self, pin: bool) -> Self {
         self.pin_cores = pin;
         self
     }
 
     /// Stack size of the worker threads.
+    ///
+    /// ```
+    /// let rt = fibra::Runtime::builder().stack_size(4 << 20).build().unwrap();
+    /// let deep = rt.spawn(async { [0u8; 1 << 20].iter().map(|&b| b as u32).sum::<u32>() });
+    /// assert_eq!(rt.block_on(deep).unwrap(), 0);
+    /// ```
     pub fn stack_size(mut self, bytes: usize) -> Self {
         self.stack_size = Some(bytes);
         self
@@ -136,6 +178,12 @@ impl Builder {
     /// If a worker thread cannot be spawned, or more than
     /// [`MAX_WORKERS`](super::MAX_WORKERS) workers were asked for
     /// ([`ErrorKind::InvalidInput`](std::io::ErrorKind::InvalidInput)).
+    ///
+    /// ```
+    /// let rt = fibra::Runtime::builder().workers(2).build()?;
+    /// assert_eq!(rt.block_on(async { "ok" }), "ok");
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn build(self) -> std::io::Result<Runtime> {
         let cores = std::thread::available_parallelism().map_or(1, usize::from);
         let n = match self.flavor {
@@ -175,6 +223,10 @@ impl Builder {
                 .collect(),
             ticking: AtomicUsize::new(0),
             parasite_inflation: self.parasite_inflation,
+            #[cfg(feature = "metrics")]
+            counters: (0..n).map(|_| Default::default()).collect(),
+            #[cfg(feature = "metrics")]
+            outside: Default::default(),
         });
         if shared.rescuable {
             super::rescue::prepare();

@@ -289,6 +289,20 @@ impl<T> Joinable<T> for ReadyOutput<T> {
 ///
 /// If its perform is dropped after the task finished, the output stays with
 /// the handle for the next join.
+///
+/// ```
+/// use fibra::{Op, select, time::after};
+/// use std::time::Duration;
+///
+/// fibra::run(async {
+///     let task = fibra::spawn(async { 42 });
+///     let got = select! {
+///         r = task.join_op() => r.unwrap(),
+///         () = after(Duration::from_secs(5)) => panic!("timed out"),
+///     };
+///     assert_eq!(got, 42);
+/// });
+/// ```
 #[must_use = "an op does nothing unless performed"]
 pub struct JoinOp<'a, T> {
     task: &'a dyn Joinable<T>,
@@ -343,6 +357,24 @@ crate::op::op_into_future! {
 }
 
 /// Why a task did not produce its output.
+///
+/// ```
+/// use fibra::JoinError;
+///
+/// fibra::run(async {
+///     let crashed = fibra::spawn(async { panic!("boom") });
+///     match crashed.await {
+///         Err(JoinError::Panicked(payload)) => {
+///             assert_eq!(payload.downcast_ref::<&str>(), Some(&"boom"));
+///         }
+///         other => panic!("{other:?}"),
+///     }
+///     let (_tx, rx) = fibra::channel::<()>();
+///     let stuck = fibra::spawn(async move { rx.recv().await });
+///     stuck.abort();
+///     assert!(matches!(stuck.await, Err(JoinError::Cancelled)));
+/// });
+/// ```
 pub enum JoinError {
     /// The task was aborted, or the runtime shut down before it finished.
     Cancelled,
@@ -352,11 +384,28 @@ pub enum JoinError {
 
 impl JoinError {
     /// Whether the task was cancelled (aborted or shut down).
+    ///
+    /// ```
+    /// fibra::run(async {
+    ///     let (_tx, rx) = fibra::channel::<()>();
+    ///     let h = fibra::spawn(async move { rx.recv().await });
+    ///     h.abort();
+    ///     let err = h.await.unwrap_err();
+    ///     assert!(err.is_cancelled() && !err.is_panic());
+    /// });
+    /// ```
     pub fn is_cancelled(&self) -> bool {
         matches!(self, JoinError::Cancelled)
     }
 
     /// Whether the task panicked.
+    ///
+    /// ```
+    /// fibra::run(async {
+    ///     let err = fibra::spawn(async { panic!("boom") }).await.unwrap_err();
+    ///     assert!(err.is_panic() && !err.is_cancelled());
+    /// });
+    /// ```
     pub fn is_panic(&self) -> bool {
         matches!(self, JoinError::Panicked(_))
     }
@@ -367,6 +416,15 @@ impl JoinError {
     /// # Panics
     ///
     /// If the task was cancelled rather than panicking.
+    ///
+    /// ```
+    /// fibra::run(async {
+    ///     let err = fibra::spawn(async { panic!("boom") }).await.unwrap_err();
+    ///     let payload = err.into_panic();
+    ///     assert_eq!(payload.downcast_ref::<&str>(), Some(&"boom"));
+    ///     // or: std::panic::resume_unwind(payload) to carry the panic on
+    /// });
+    /// ```
     pub fn into_panic(self) -> Box<dyn Any + Send + 'static> {
         match self {
             JoinError::Panicked(p) => p,

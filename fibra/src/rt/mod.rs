@@ -20,8 +20,8 @@
 //! assert_eq!(sum, 5050);
 //! ```
 //!
-//! Layout: `task.rs` (a task's allocation, state machine and join state),
-//! `future_cell.rs` (where a task's future lives, pinned, until it is
+//! Layout: `task/` (a task's allocation, state machine and join state),
+//! `task/future_cell.rs` (where a task's future lives, pinned, until it is
 //! dropped in place), `task_alloc.rs` (the workers' slabs that tasks are
 //! allocated from), `worker.rs` (the run loop, local queue and `next`
 //! slot), `retained.rs` (tasks that went idle on a worker and stay
@@ -30,13 +30,17 @@
 //! stuck in a long poll), `idle.rs` (searching and
 //! sleeping workers), `park.rs` (a worker's parker), `registry.rs` (every
 //! live task, for shutdown), `blocking.rs` (the pool for blocking calls),
-//! `join.rs` (`JoinHandle` and its op), `queue.rs` (the run queues'
+//! `join.rs` (`JoinHandle` and its op), `join_set.rs` (`JoinSet`),
+//! `local.rs` (`LocalSet` and `spawn_local`), `queue.rs` (the run queues'
 //! types: crossbeam's, or loom-visible stand-ins under `--cfg loom`).
 
 mod blocking;
 mod builder;
 mod idle;
 mod join;
+mod join_set;
+mod local;
+mod metrics;
 mod park;
 mod queue;
 mod registry;
@@ -51,6 +55,9 @@ pub use blocking::spawn_blocking;
 pub use builder::Builder;
 pub use join::JoinError;
 pub use join::{JoinHandle, JoinOp};
+pub use join_set::{JoinNextOp, JoinSet};
+pub use local::{LocalJoinHandle, LocalJoinOp, LocalSet, RunUntil, spawn_local};
+pub use metrics::RuntimeMetrics;
 
 use crate::loom::{AtomicBool, AtomicPtr, Mutex, Ordering, fence, lock};
 use idle::Idle;
@@ -102,6 +109,11 @@ pub(crate) struct Shared {
     retained_woken: Box<[retained::WokenHint]>,
     /// Whether long-running parasites inflate (`Builder::parasite_inflation`).
     parasite_inflation: bool,
+    /// Each worker's counters, and those of other threads (`metrics.rs`).
+    #[cfg(feature = "metrics")]
+    counters: Box<[crossbeam_utils::CachePadded<metrics::Counters>]>,
+    #[cfg(feature = "metrics")]
+    outside: metrics::Counters,
 }
 
 impl Shared {
@@ -220,12 +232,28 @@ impl Shared {
         Ok(())
     }
 
+    /// Counts `c` (a spawn, a task finished) for the current thread: on
+    /// its worker's counters if it is a worker of this runtime, else on
+    /// `outside` (`metrics.rs`). Nothing without the feature `metrics`.
+    #[inline(always)]
+    fn count_here(&self, c: metrics::Count) {
+        #[cfg(feature = "metrics")]
+        with_current(|ctx| match ctx {
+            Some(ctx) if std::ptr::eq(&*ctx.shared, self) => self.counters[ctx.index].bump(c),
+            _ => self.outside.bump_shared(c),
+        });
+        #[cfg(not(feature = "metrics"))]
+        let _ = c;
+    }
+
     fn spawn<F>(self: &Arc<Self>, future: F) -> JoinHandle<F::Output>
     where
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
+        self.count_here(metrics::Count::Spawned);
         let (task, handle) = Task::allocate(future, self.clone());
+        crate::trace::event!(task_id = task.id(), "spawn");
         if self.is_shutdown() {
             task.shutdown();
         } else {
@@ -333,6 +361,12 @@ impl Shared {
 /// ([`Builder::workers`]). Each worker is an OS thread that searches for
 /// work before it sleeps: far more workers than cores only add contention,
 /// and thousands take seconds to start.
+///
+/// ```
+/// use fibra::rt::MAX_WORKERS;
+///
+/// assert!(fibra::Runtime::builder().workers(MAX_WORKERS + 1).build().is_err());
+/// ```
 pub const MAX_WORKERS: usize = 256;
 
 /// The flavour of a runtime.
@@ -368,6 +402,13 @@ impl Runtime {
     /// # Errors
     ///
     /// If a worker thread cannot be spawned.
+    ///
+    /// ```
+    /// let rt = fibra::Runtime::new()?;
+    /// let h = rt.spawn(async { 2 + 2 });
+    /// assert_eq!(rt.block_on(h).unwrap(), 4);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn new() -> std::io::Result<Runtime> {
         Builder::new().build()
     }
@@ -431,7 +472,9 @@ impl Runtime {
 
     /// Runs `future` to completion on the runtime and returns its output.
     /// The future runs as a task, so it hands off with the tasks it talks
-    /// to like any other.
+    /// to like any other; hence `Send + 'static`. On a current-thread
+    /// runtime, [`block_on_local`](Runtime::block_on_local) takes any
+    /// future (borrowing, `!Send`) and runs [`spawn_local`] tasks.
     ///
     /// # Panics
     ///
@@ -459,6 +502,117 @@ impl Runtime {
         }
     }
 
+    /// Runs `future` to completion on the calling thread and returns its
+    /// output, without asking it to be `Send` or `'static` (it may borrow
+    /// the caller's locals, hold an `Rc`, and use [`spawn_local`]).
+    ///
+    /// For the current-thread flavour, where the calling thread is the
+    /// runtime's worker: the future is polled there, in place, between the
+    /// runtime's tasks (which [`spawn`] reaches as usual), inside a
+    /// [`LocalSet`] of its own whose tasks run beside it; local tasks still
+    /// running when `future` finishes are dropped before this returns.
+    /// [`block_on`](Runtime::block_on) instead runs its future as a task,
+    /// which on the multi-thread flavour lets it hand off with the tasks it
+    /// talks to, and so needs `Send + 'static`.
+    ///
+    /// # Panics
+    ///
+    /// On a multi-thread runtime (its tasks move between workers, so the
+    /// calling thread is not one of them: use a
+    /// [`Builder::current_thread`] runtime, or
+    /// `fibra::block_on(local_set.run_until(future))` on an OS thread), on
+    /// a fibra worker thread, while another `block_on` runs on this
+    /// runtime, or if `future` panics.
+    ///
+    /// ```
+    /// use std::rc::Rc;
+    ///
+    /// let rt = fibra::Runtime::builder().current_thread().build().unwrap();
+    /// let name = String::from("borrowed"); // not 'static
+    /// let len = rt.block_on_local(async {
+    ///     let shared = Rc::new(name.len()); // not Send
+    ///     let task = fibra::spawn(async { 1 }); // an ordinary task
+    ///     let local = fibra::spawn_local({
+    ///         let shared = shared.clone();
+    ///         async move { *shared }
+    ///     });
+    ///     local.await.unwrap() + task.await.unwrap()
+    /// });
+    /// assert_eq!(len, 9);
+    /// ```
+    pub fn block_on_local<F: Future>(&self, future: F) -> F::Output {
+        if self.flavor != Flavor::CurrentThread {
+            panic!(
+                "Runtime::block_on_local needs a current-thread runtime \
+                 (`Builder::current_thread`): a multi-thread runtime's tasks move between \
+                 workers, and the calling thread is none of them. Use `Runtime::block_on` \
+                 for a Send future, or `fibra::block_on(local_set.run_until(future))` on a \
+                 thread of your own"
+            );
+        }
+        crate::op::check_blocking_allowed();
+        let slot = self.ct_local.as_ref().expect("current-thread runtime");
+        let local = lock(slot)
+            .take()
+            .expect("one `block_on` at a time on a current-thread runtime");
+        /// Gives the worker's queue back to the runtime for the next
+        /// `block_on`, also if the future panics.
+        struct GiveBack<'a> {
+            slot: &'a Mutex<Option<queue::Worker<TaskRef>>>,
+            ctx: Option<WorkerCtx>,
+        }
+        impl Drop for GiveBack<'_> {
+            fn drop(&mut self) {
+                if let Some(ctx) = self.ctx.take() {
+                    *lock(self.slot) = Some(ctx.into_local());
+                }
+            }
+        }
+        let worker = GiveBack {
+            slot,
+            ctx: Some(WorkerCtx::new(self.shared.clone(), 0, local)),
+        };
+        let ctx = worker.ctx.as_ref().expect("the worker's context");
+        let set = LocalSet::new();
+        let root_waker = Arc::new(RootWaker {
+            woken: AtomicBool::new(true),
+            shared: self.shared.clone(),
+        });
+        let waker = std::task::Waker::from(root_waker.clone());
+        let out = {
+            let mut root = std::pin::pin!(set.run_until(future));
+            ctx.enter(|| {
+                loop {
+                    // SeqCst: see `RootWaker::wake_by_ref`.
+                    if root_waker.woken.swap(false, Ordering::SeqCst) {
+                        crate::coop::reset();
+                        let mut cx = Context::from_waker(&waker);
+                        if let Poll::Ready(out) = root.as_mut().poll(&mut cx) {
+                            break Some(out);
+                        }
+                    }
+                    if self.shared.is_shutdown() {
+                        break None;
+                    }
+                    // Woken again during its own poll (a local task that
+                    // keeps yielding, an exhausted budget): the runtime's
+                    // tasks get a turn first, or a local task spinning
+                    // until one of them acts would starve it. The loop's
+                    // first look at `done` says no.
+                    let turn_first = std::cell::Cell::new(root_waker.woken.load(Ordering::SeqCst));
+                    ctx.run(|| {
+                        !turn_first.replace(false) && root_waker.woken.load(Ordering::SeqCst)
+                    });
+                }
+            })
+        };
+        // The local tasks left go now, still on this thread, as the
+        // runtime's worker.
+        ctx.enter(|| drop(set));
+        drop(worker);
+        out.expect("the runtime shut down during `block_on_local`")
+    }
+
     fn run_current_thread<T>(&self, mut handle: JoinHandle<T>) -> Result<T, JoinError> {
         crate::op::check_blocking_allowed();
         let slot = self.ct_local.as_ref().expect("current-thread runtime");
@@ -472,6 +626,32 @@ impl Runtime {
         match Pin::new(&mut handle).poll(&mut Context::from_waker(waker)) {
             Poll::Ready(out) => out,
             Poll::Pending => unreachable!("main task finished"),
+        }
+    }
+}
+
+/// The waker of `block_on_local`'s future: marks it woken and, from
+/// another thread, wakes the worker (the calling thread) if it sleeps.
+struct RootWaker {
+    woken: AtomicBool,
+    shared: Arc<Shared>,
+}
+
+impl std::task::Wake for RootWaker {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        // SeqCst store, then `notify_idle`'s SeqCst fence and loads: the
+        // idle protocol's Dekker pattern (`idle.rs`), with this flag as the
+        // pushed work: either a sleeping worker is found and woken, or the
+        // worker's final look after registering as a sleeper sees the flag
+        // (its `done`).
+        self.woken.store(true, Ordering::SeqCst);
+        let here = with_current(|c| c.is_some_and(|c| Arc::ptr_eq(&c.shared, &self.shared)));
+        if !here {
+            self.shared.notify_idle();
         }
     }
 }
@@ -518,6 +698,14 @@ impl std::fmt::Debug for Runtime {
 }
 
 /// A clonable handle to a runtime, for spawning onto it from anywhere.
+///
+/// ```
+/// let rt = fibra::Runtime::new().unwrap();
+/// let handle: fibra::Handle = rt.handle();
+/// // Spawn onto the runtime from another thread.
+/// let h = std::thread::spawn(move || handle.spawn(async { 5 })).join().unwrap();
+/// assert_eq!(rt.block_on(h).unwrap(), 5);
+/// ```
 #[derive(Clone)]
 pub struct Handle {
     shared: Arc<Shared>,
@@ -589,6 +777,17 @@ impl Handle {
         addr
     }
 
+    /// The runtime's metrics: workers, queue depths and (with the feature
+    /// `metrics`) counters, as tokio's `RuntimeMetrics`.
+    ///
+    /// ```
+    /// let rt = fibra::Runtime::builder().workers(2).build().unwrap();
+    /// assert_eq!(rt.handle().metrics().num_workers(), 2);
+    /// ```
+    pub fn metrics(&self) -> RuntimeMetrics {
+        RuntimeMetrics::new(self.shared.clone())
+    }
+
     /// The handle of the runtime whose worker runs the current task, if any.
     ///
     /// ```
@@ -623,17 +822,19 @@ impl std::fmt::Debug for Handle {
 ///     assert_eq!(h.await.unwrap(), 4);
 /// });
 /// ```
+#[track_caller]
 pub fn spawn<F>(future: F) -> JoinHandle<F::Output>
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
-    with_current(|ctx| match ctx {
-        Some(ctx) => ctx.shared.spawn(future),
+    // The panic is outside the closure, so that it names the caller's line.
+    match with_current(|ctx| ctx.map(|ctx| ctx.shared.spawn(future))) {
+        Some(handle) => handle,
         None => panic!(
             "fibra::spawn called outside a fibra runtime; use Runtime::spawn or Handle::spawn"
         ),
-    })
+    }
 }
 
 /// Spawns a *parasite*: a task whose first poll runs at once, inline, on
@@ -722,6 +923,7 @@ where
 ///     assert_eq!(inbox.recv().await.as_deref(), Some("hi"));
 /// });
 /// ```
+#[track_caller]
 pub fn spawn_actor<M, B, F>(body: B) -> crate::Addr<M>
 where
     M: Send + 'static,
@@ -729,11 +931,17 @@ where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
+    // Checked before `body` runs: outside a runtime nothing is built.
+    if !with_current(|ctx| ctx.is_some()) {
+        panic!(
+            "fibra::spawn_actor called outside a fibra runtime; use Handle::spawn_actor \
+             (Runtime::handle().spawn_actor(..))"
+        )
+    }
     let (addr, fut) = crate::mailbox::actor(body);
-    with_current(|ctx| match ctx {
-        Some(ctx) => drop(ctx.shared.spawn(fut)),
-        None => {
-            panic!("fibra::spawn_actor called outside a fibra runtime; use Handle::spawn_actor")
+    with_current(|ctx| {
+        if let Some(ctx) = ctx {
+            drop(ctx.shared.spawn(fut));
         }
     });
     addr
@@ -741,7 +949,9 @@ where
 
 /// Runs `future` on a new multi-thread runtime with default settings and
 /// returns its output: the entry point for programs that need no
-/// configuration.
+/// configuration. The future runs as a task (`Send + 'static`); for one
+/// that is not `Send`, use a current-thread runtime's
+/// [`block_on_local`](Runtime::block_on_local).
 ///
 /// # Panics
 ///
@@ -788,6 +998,8 @@ pub async fn yield_now() {
     YieldNow(false).await;
 }
 
+#[cfg(all(test, loom))]
+mod loom_local;
 #[cfg(all(test, loom))]
 mod loom_models;
 #[cfg(all(test, loom))]

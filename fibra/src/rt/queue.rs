@@ -151,6 +151,10 @@ mod model {
         pub(crate) fn is_empty(&self) -> bool {
             self.0.len() == 0
         }
+
+        pub(crate) fn len(&self) -> usize {
+            self.0.len()
+        }
     }
 
     /// The runtime's global queue.
@@ -175,6 +179,10 @@ mod model {
 
         pub(crate) fn is_empty(&self) -> bool {
             self.0.len() == 0
+        }
+
+        pub(crate) fn len(&self) -> usize {
+            self.0.len()
         }
     }
 }

@@ -43,7 +43,7 @@
 //! while the worker is frozen in a poll, by a rescuer on another thread.
 //!
 //! The retained run's reference comes along in the slot, unless the run
-//! donated it to a waker clone (task.rs, "The run's reference"): then the
+//! donated it to a waker clone (`task/mod.rs`, "The run's reference"): then the
 //! registry's reference keeps the task alive, since it cannot complete while
 //! retained (completing takes `RUNNING`; the shutdown drain runs only once
 //! every worker has stopped). A wake by value that takes the task out

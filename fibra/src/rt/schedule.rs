@@ -180,6 +180,15 @@ pub(crate) fn spawn_eager<F, R>(
     })
 }
 
+/// A parasite outlives its inline first poll (it waits, or a waker clone
+/// outlives the poll): from now on it counts as a spawned task, which its
+/// `finished` will balance (`metrics.rs`). A parasite taken apart after
+/// its inline poll counts as neither.
+#[inline]
+pub(crate) fn parasite_outlives_its_inline_poll(shared: &Arc<Shared>) {
+    shared.count_here(super::metrics::Count::Spawned);
+}
+
 /// Runs a parasite's inline first poll (`poll`, which contains its own
 /// panics) nested inside the caller's: with a cooperative budget of its
 /// own, the caller's restored after. The rest of a worker's per-turn state
@@ -259,6 +268,14 @@ fn register(task: &TaskRef) {
 #[inline(always)]
 pub(crate) fn is_registered(task: &TaskRef) -> bool {
     task.header().registry_slot().is_registered()
+}
+
+/// A task is finishing: counted (`metrics.rs`) before its completion is
+/// published, so that whoever sees it complete sees it counted.
+#[inline(always)]
+pub(crate) fn finishing(task: &super::task::Header) {
+    task.shared().count_here(super::metrics::Count::Finished);
+    crate::trace::event!(task_id = task.id(), "complete");
 }
 
 /// A task finished (its output is published, its state `COMPLETE`): it

@@ -501,6 +501,10 @@ impl WorkerCtx {
             crate::loom::spin_wait(&mut step);
         }
         self.stop_searching(found.is_some());
+        if found.is_some() {
+            self.count(super::metrics::Count::Steals);
+            crate::trace::event!(worker = self.index, "steal");
+        }
         found
     }
 
@@ -512,11 +516,26 @@ impl WorkerCtx {
         }
     }
 
+    /// Counts `c` on this worker's counters (`metrics.rs`); nothing
+    /// without the feature `metrics`.
+    #[inline(always)]
+    fn count(&self, c: super::metrics::Count) {
+        #[cfg(feature = "metrics")]
+        self.shared.counters[self.index].bump(c);
+        #[cfg(not(feature = "metrics"))]
+        let _ = c;
+    }
+
     /// Runs one task turn.
     #[inline(always)]
     fn run_task(&self, task: TaskRef) {
+        self.count(super::metrics::Count::Polls);
         crate::coop::reset();
-        let idle = self.outside(|| task.run());
+        let idle = crate::trace::in_span!(
+            "poll",
+            { task_id = task.id(), worker = self.index },
+            self.outside(|| task.run())
+        );
         if idle.is_none() && self.retained.is_empty() {
             // Nothing to retain or release (a hint can only be stale): a
             // task that finished, among others that do (spawn-join).
@@ -626,6 +645,8 @@ impl WorkerCtx {
                     // SeqCst: see `Shared::ensure_watchdog`.
                     self.shared.ticking.fetch_add(1, Ordering::SeqCst);
                 }
+                self.count(super::metrics::Count::Parks);
+                crate::trace::event!(worker = self.index, "park");
                 self.shared.parkers[self.index].park(tick.map(|d| Instant::now() + d));
                 if tick.is_some() {
                     self.shared.ticking.fetch_sub(1, Ordering::SeqCst);
@@ -720,6 +741,7 @@ impl WorkerCtx {
                 match self.shared.stealers[j].steal_batch_and_pop(&self.local) {
                     Steal::Success(t) => {
                         self.local.push(t);
+                        self.count(super::metrics::Count::Steals);
                         break true;
                     }
                     Steal::Empty => break false,
@@ -736,6 +758,7 @@ impl WorkerCtx {
             if let Some(victim) = unsafe { victim.as_ref() } {
                 victim.surrender(|t| {
                     took = true;
+                    self.count(super::metrics::Count::Steals);
                     self.local.push(t);
                 });
             }

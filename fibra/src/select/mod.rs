@@ -15,6 +15,7 @@
 //! [`choose`](crate::choose).
 
 mod choose_all;
+mod clause;
 mod wait_until;
 mod when;
 
@@ -22,8 +23,12 @@ mod when;
 mod loom_models;
 
 pub use choose_all::{ChooseAll, choose_all};
+#[doc(hidden)]
+pub use clause::{ClauseOp, IrrefutablePattern, clause_op, refutable_pattern};
 pub use wait_until::{Clause, Pred, WaitUntil};
 pub use when::{When, when};
+#[doc(hidden)]
+pub type NoneTag = Option<()>;
 
 /// Waits for the first of several ops to commit and runs that clause's body
 /// (a fair choice: when several are ready, one is picked at random).
@@ -46,6 +51,17 @@ pub use when::{When, when};
 /// at least one clause must be enabled (the statement panics otherwise:
 /// it would wait forever). At most 12 clauses; for more, or a number known
 /// only at run time, use [`choose`](crate::choose) over a `Vec`.
+///
+/// A future of another library (a tokio timer, a socket read) becomes a
+/// clause through [`from_future`](crate::op::from_future), or
+/// [`FutureCell`](crate::op::FutureCell) to keep it, and its output, from
+/// one `select!` to the next.
+///
+/// A send clause made with [`send_op_from`](crate::Sender::send_op_from)
+/// borrows its value from a slot the caller owns: if another clause wins
+/// (or `else` runs), the value is back in the slot when the body runs.
+/// (A [`send_op`](crate::Sender::send_op) owns its value, which is dropped
+/// with the losing op.)
 ///
 /// `select!` must be used inside async code (it `.await`s); on an OS thread
 /// use [`select_blocking!`](crate::select_blocking!). Bodies run in the
@@ -104,12 +120,39 @@ pub use when::{When, when};
 /// # }
 /// ```
 ///
-/// Patterns must be irrefutable:
+/// nor `sleep(d)` (a future: its op is `after(d)`), nor another library's
+/// future (wrap it in [`from_future`](crate::op::from_future)); the error
+/// points at the clause and says so:
 ///
-/// ```compile_fail,E0005
+/// ```compile_fail,E0277
 /// # async fn f(rx: fibra::Receiver<u8>) {
 /// fibra::select! {
-///     Ok(v) = rx.recv_op() => {}   // match on the result in the body instead
+///     v = rx.recv_op() => {}
+///     () = fibra::time::sleep(std::time::Duration::from_secs(1)) => {}
+/// }
+/// # }
+/// ```
+///
+/// Patterns must be irrefutable: once a clause's op commits, its result is
+/// taken (a message received, a permit acquired), and a pattern that
+/// refused it would discard it (tokio's `select!` disables such a branch
+/// and loses the value). Bind the whole result and match in the body.
+/// `Ok(..)`, `Err(..)`, `Some(..)`, `None` and literals are reported with
+/// that advice; other refutable patterns get the compiler's E0005.
+///
+/// ```compile_fail,E0277
+/// # async fn f(rx: fibra::Receiver<u8>) {
+/// fibra::select! {
+///     Ok(v) = rx.recv_op() => {}   // write `r = rx.recv_op() => match r { .. }`
+/// }
+/// # }
+/// ```
+///
+/// ```compile_fail,E0005
+/// # enum Msg { A(u8), B }
+/// # async fn f(rx: fibra::Receiver<Msg>) {
+/// fibra::select! {
+///     Ok(Msg::A(v)) | Err(_) = rx.recv_op() => {}
 /// }
 /// # }
 /// ```
@@ -221,58 +264,98 @@ macro_rules! __select_parse {
         $crate::__select_parse!(@clauses $how $mode []; $($tokens)*)
     };
 
+    // Each clause first meets the refutable-pattern checks (`@clauses`),
+    // then is parsed (`@clause`), which comes back to `@clauses` for the
+    // next one.
+
+    // Patterns that are refutable whatever the op: `Ok(..)`, `Err(..)`,
+    // `Some(..)`, `None`, literals. Reported at the pattern, with why and
+    // what to write instead (others get the compiler's own E0005).
+    (@clauses $how:ident $mode:ident [$($c:tt)*]; $tag:ident $args:tt = $($rest:tt)*) => {
+        $crate::__select_parse!(@refutable $tag $tag, [$how $mode [$($c)*]] $tag $args = $($rest)*)
+    };
+    (@clauses $how:ident $mode:ident [$($c:tt)*]; $tag:ident = $($rest:tt)*) => {
+        $crate::__select_parse!(@refutable $tag $tag, [$how $mode [$($c)*]] $tag = $($rest)*)
+    };
+    (@clauses $how:ident $mode:ident [$($c:tt)*]; $lit:literal = $($rest:tt)*) => {{
+        $crate::select::refutable_pattern($lit);
+        ::core::unreachable!()
+    }};
+    (@refutable Ok $t:expr, [$($state:tt)*] $($rest:tt)*) => {{
+        $crate::select::refutable_pattern($t);
+        ::core::unreachable!()
+    }};
+    (@refutable Err $t:expr, [$($state:tt)*] $($rest:tt)*) => {{
+        $crate::select::refutable_pattern($t);
+        ::core::unreachable!()
+    }};
+    (@refutable Some $t:expr, [$($state:tt)*] $($rest:tt)*) => {{
+        $crate::select::refutable_pattern($t);
+        ::core::unreachable!()
+    }};
+    (@refutable None $t:expr, [$($state:tt)*] $($rest:tt)*) => {{
+        $crate::select::refutable_pattern::<$crate::select::NoneTag>($t);
+        ::core::unreachable!()
+    }};
+    (@refutable $other:ident $t:ident, [$how:ident $mode:ident [$($c:tt)*]] $($rest:tt)*) => {
+        $crate::__select_parse!(@clause $how $mode [$($c)*]; $($rest)*)
+    };
+    (@clauses $how:ident $mode:ident [$($c:tt)*]; $($rest:tt)*) => {
+        $crate::__select_parse!(@clause $how $mode [$($c)*]; $($rest)*)
+    };
+
     // `else`, last.
-    (@clauses $how:ident $mode:ident [$($c:tt)*]; else => $body:block $(,)?) => {
+    (@clause $how:ident $mode:ident [$($c:tt)*]; else => $body:block $(,)?) => {
         $crate::__select_expand!($how $mode [$($c)*] [$body])
     };
-    (@clauses $how:ident $mode:ident [$($c:tt)*]; else => $body:expr $(,)?) => {
+    (@clause $how:ident $mode:ident [$($c:tt)*]; else => $body:expr $(,)?) => {
         $crate::__select_expand!($how $mode [$($c)*] [$body])
     };
-    (@clauses $how:ident $mode:ident [$($c:tt)*]; else => $($rest:tt)*) => {
+    (@clause $how:ident $mode:ident [$($c:tt)*]; else => $($rest:tt)*) => {
         ::core::compile_error!("`else` must be the last clause of select!")
     };
 
     // A clause with a guard, block body (a comma after it is optional).
-    (@clauses $how:ident $mode:ident [$($c:tt)*];
+    (@clause $how:ident $mode:ident [$($c:tt)*];
         $p:pat = $op:expr, if $cond:expr => $body:block, $($rest:tt)*) => {
         $crate::__select_parse!(@clauses $how $mode [$($c)* [[$p] [$op] [$cond] [$body]]]; $($rest)*)
     };
-    (@clauses $how:ident $mode:ident [$($c:tt)*];
+    (@clause $how:ident $mode:ident [$($c:tt)*];
         $p:pat = $op:expr, if $cond:expr => $body:block $($rest:tt)*) => {
         $crate::__select_parse!(@clauses $how $mode [$($c)* [[$p] [$op] [$cond] [$body]]]; $($rest)*)
     };
     // A clause without a guard, block body.
-    (@clauses $how:ident $mode:ident [$($c:tt)*];
+    (@clause $how:ident $mode:ident [$($c:tt)*];
         $p:pat = $op:expr => $body:block, $($rest:tt)*) => {
         $crate::__select_parse!(@clauses $how $mode [$($c)* [[$p] [$op] [true] [$body]]]; $($rest)*)
     };
-    (@clauses $how:ident $mode:ident [$($c:tt)*];
+    (@clause $how:ident $mode:ident [$($c:tt)*];
         $p:pat = $op:expr => $body:block $($rest:tt)*) => {
         $crate::__select_parse!(@clauses $how $mode [$($c)* [[$p] [$op] [true] [$body]]]; $($rest)*)
     };
     // Expression bodies: followed by a comma, or last.
-    (@clauses $how:ident $mode:ident [$($c:tt)*];
+    (@clause $how:ident $mode:ident [$($c:tt)*];
         $p:pat = $op:expr, if $cond:expr => $body:expr, $($rest:tt)*) => {
         $crate::__select_parse!(@clauses $how $mode [$($c)* [[$p] [$op] [$cond] [$body]]]; $($rest)*)
     };
-    (@clauses $how:ident $mode:ident [$($c:tt)*];
+    (@clause $how:ident $mode:ident [$($c:tt)*];
         $p:pat = $op:expr, if $cond:expr => $body:expr) => {
         $crate::__select_parse!(@clauses $how $mode [$($c)* [[$p] [$op] [$cond] [$body]]];)
     };
-    (@clauses $how:ident $mode:ident [$($c:tt)*];
+    (@clause $how:ident $mode:ident [$($c:tt)*];
         $p:pat = $op:expr => $body:expr, $($rest:tt)*) => {
         $crate::__select_parse!(@clauses $how $mode [$($c)* [[$p] [$op] [true] [$body]]]; $($rest)*)
     };
-    (@clauses $how:ident $mode:ident [$($c:tt)*];
+    (@clause $how:ident $mode:ident [$($c:tt)*];
         $p:pat = $op:expr => $body:expr) => {
         $crate::__select_parse!(@clauses $how $mode [$($c)* [[$p] [$op] [true] [$body]]];)
     };
 
     // All clauses read, no `else`.
-    (@clauses $how:ident $mode:ident [$($c:tt)*]; ) => {
+    (@clause $how:ident $mode:ident [$($c:tt)*]; ) => {
         $crate::__select_expand!($how $mode [$($c)*] [])
     };
-    (@clauses $how:ident $mode:ident [$($c:tt)*]; $($rest:tt)*) => {
+    (@clause $how:ident $mode:ident [$($c:tt)*]; $($rest:tt)*) => {
         ::core::compile_error!(
             "select! clauses are `pattern = op => body`, optionally `pattern = op, if condition => body`, and a last `else => body`"
         )
@@ -328,7 +411,7 @@ macro_rules! __select_emit {
         let __choice = $crate::$how((
             $(
                 $crate::Op::wrap(
-                    $crate::select::When::new(if $name { ::core::option::Option::Some($op) } else { ::core::option::Option::None }),
+                    $crate::select::When::new(if $name { ::core::option::Option::Some($crate::select::clause_op($op)) } else { ::core::option::Option::None }),
                     __SelectOut::$name,
                 ),
             )*
@@ -344,11 +427,14 @@ macro_rules! __select_emit {
 macro_rules! __select_run {
     ($mode:ident $choice:ident $any:ident [$else:expr] $([$name:ident [$p:pat] [$body:expr]])*) => {{
         let _ = $any;
-        match $crate::Op::try_perform($choice) {
+        // The choice is dropped before `else` runs: a losing
+        // `send_op_from` puts its value back in the caller's slot, which
+        // the `else` body may then use.
+        match $crate::Op::try_perform($choice).map_err(::core::mem::drop) {
             ::core::result::Result::Ok(__out) => match __out {
                 $(__SelectOut::$name(__v) => { let $p = __v; $body })*
             },
-            ::core::result::Result::Err(_) => $else,
+            ::core::result::Result::Err(()) => $else,
         }
     }};
     (await $choice:ident $any:ident [] $([$name:ident [$p:pat] [$body:expr]])*) => {{

@@ -69,6 +69,18 @@ impl StmtId {
 
 /// A predicate over the clauses of a [`WaitUntil`]: combine
 /// [`Clause::done`]s with `|` (or) and `&` (and).
+///
+/// ```
+/// use fibra::{IVar, WaitUntil};
+///
+/// let (a, b) = (IVar::<u8>::new(), IVar::new());
+/// b.put(2).unwrap();
+/// let mut w = WaitUntil::new();
+/// let (ca, cb) = (w.add(a.get_op()), w.add(b.get_op()));
+/// let either: fibra::select::Pred = ca.done() | cb.done();
+/// assert!(w.run_blocking(either));
+/// assert_eq!((ca.take(), cb.take()), (None, Some(2)));
+/// ```
 #[derive(Clone)]
 pub struct Pred(Node);
 
@@ -149,6 +161,17 @@ impl BitAnd for Pred {
 
 /// A clause of a [`WaitUntil`]: names it in predicates and holds its result
 /// once it is acquired.
+///
+/// ```
+/// use fibra::{IVar, WaitUntil};
+///
+/// let v = IVar::new();
+/// v.put("x").unwrap();
+/// let mut w = WaitUntil::new();
+/// let clause: fibra::select::Clause<&str> = w.add(v.get_op());
+/// assert!(w.run_blocking(clause.done()));
+/// assert_eq!(clause.take(), Some("x"));
+/// ```
 pub struct Clause<T> {
     index: usize,
     /// The statement's identity.
@@ -158,11 +181,35 @@ pub struct Clause<T> {
 
 impl<T> Clause<T> {
     /// The predicate "this clause was acquired".
+    ///
+    /// ```
+    /// use fibra::{IVar, WaitUntil};
+    ///
+    /// let (a, b) = (IVar::new(), IVar::new());
+    /// a.put(1).unwrap();
+    /// b.put(2).unwrap();
+    /// let mut w = WaitUntil::new();
+    /// let (ca, cb) = (w.add(a.get_op()), w.add(b.get_op()));
+    /// assert!(w.run_blocking(ca.done() & cb.done())); // both
+    /// assert_eq!((ca.take(), cb.take()), (Some(1), Some(2)));
+    /// ```
     pub fn done(&self) -> Pred {
         Pred(Node::Clause(self.index, self.stmt))
     }
 
     /// Takes the clause's result, if it was acquired (and not taken yet).
+    ///
+    /// ```
+    /// use fibra::{IVar, WaitUntil};
+    ///
+    /// let v = IVar::new();
+    /// v.put(7).unwrap();
+    /// let mut w = WaitUntil::new();
+    /// let c = w.add(v.get_op());
+    /// assert!(w.run_blocking(c.done()));
+    /// assert_eq!(c.take(), Some(7));
+    /// assert_eq!(c.take(), None); // taken already
+    /// ```
     pub fn take(&self) -> Option<T> {
         self.result
             .lock()
@@ -171,6 +218,17 @@ impl<T> Clause<T> {
     }
 
     /// Whether the clause was acquired.
+    ///
+    /// ```
+    /// use fibra::{IVar, WaitUntil};
+    ///
+    /// let (a, b) = (IVar::<u8>::new(), IVar::new());
+    /// b.put(1).unwrap();
+    /// let mut w = WaitUntil::new();
+    /// let (ca, cb) = (w.add(a.get_op()), w.add(b.get_op()));
+    /// assert!(w.run_blocking(ca.done() | cb.done()));
+    /// assert!(!ca.is_done() && cb.is_done());
+    /// ```
     pub fn is_done(&self) -> bool {
         self.result
             .lock()
@@ -196,8 +254,9 @@ impl<T> fmt::Debug for Clause<T> {
 /// still waiting, so no resource's lock is held while waiting for another
 /// (where Go's `select` locks every channel). The statement ends as soon as
 /// the predicate holds; clauses not acquired by then are withdrawn and
-/// dropped, having taken nothing (a send clause's value is dropped with its
-/// op, never sent).
+/// dropped, having taken nothing: a send clause made with
+/// [`send_op_from`](crate::Sender::send_op_from) leaves its value in the
+/// caller's slot (one made with `send_op` drops it, never sent).
 ///
 /// Each round is a separate perform of the clauses still waiting, so a
 /// [`with_nack`](crate::with_nack) clause is built again every round and its
@@ -249,6 +308,11 @@ impl fmt::Debug for WaitUntil<'_> {
 
 impl<'a> WaitUntil<'a> {
     /// A statement with no clauses yet.
+    ///
+    /// ```
+    /// let w = fibra::WaitUntil::new();
+    /// drop(w); // clauses are added with `add`, then `run` or `run_blocking`
+    /// ```
     pub fn new() -> Self {
         Self {
             ops: Vec::new(),
@@ -257,6 +321,15 @@ impl<'a> WaitUntil<'a> {
     }
 
     /// Adds a clause; its result is kept in the returned [`Clause`].
+    ///
+    /// ```
+    /// use fibra::{WaitUntil, always};
+    ///
+    /// let mut w = WaitUntil::new();
+    /// let c = w.add(always("ready"));
+    /// assert!(w.run_blocking(c.done()));
+    /// assert_eq!(c.take(), Some("ready"));
+    /// ```
     pub fn add<O>(&mut self, op: O) -> Clause<O::Output>
     where
         O: Op + Send + 'a,
@@ -284,6 +357,23 @@ impl<'a> WaitUntil<'a> {
     ///
     /// Cancel-safe: if the future is dropped, the clause being waited for is
     /// withdrawn; clauses acquired so far keep their results.
+    ///
+    /// ```
+    /// use fibra::{WaitUntil, bounded};
+    ///
+    /// fibra::run(async {
+    ///     let (tx, rx) = bounded::<u32>(1);
+    ///     let (tx2, rx2) = bounded::<u32>(1);
+    ///     fibra::spawn(async move {
+    ///         tx.send(1).await.unwrap();
+    ///         tx2.send(2).await.unwrap();
+    ///     });
+    ///     let mut w = WaitUntil::new();
+    ///     let (a, b) = (w.add(rx.recv_op()), w.add(rx2.recv_op()));
+    ///     assert!(w.run(a.done() & b.done()).await);
+    ///     assert_eq!((a.take(), b.take()), (Some(Ok(1)), Some(Ok(2))));
+    /// });
+    /// ```
     pub async fn run(mut self, pred: Pred) -> bool {
         let (stmt, n) = (self.stmt, self.ops.len());
         // Could it hold once every clause is done? If not, it never will
@@ -308,6 +398,19 @@ impl<'a> WaitUntil<'a> {
     /// # Panics
     ///
     /// On a fibra worker thread (use `.await` there).
+    ///
+    /// ```
+    /// use fibra::{IVar, WaitUntil};
+    ///
+    /// let v = IVar::new();
+    /// std::thread::scope(|s| {
+    ///     s.spawn(|| v.put(9).unwrap());
+    ///     let mut w = WaitUntil::new();
+    ///     let c = w.add(v.get_op());
+    ///     assert!(w.run_blocking(c.done()));
+    ///     assert_eq!(c.take(), Some(9));
+    /// });
+    /// ```
     pub fn run_blocking(self, pred: Pred) -> bool {
         crate::block_on(self.run(pred))
     }

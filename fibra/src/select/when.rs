@@ -8,6 +8,14 @@ pin_project_lite::pin_project! {
     /// An op that is `op` when enabled and [`never`](crate::never) when
     /// disabled: made by [`when`]. A disabled clause is not built at all by
     /// `select!` (its op expression is not evaluated).
+    ///
+    /// ```
+    /// use fibra::{Op, always, choose, select::when};
+    ///
+    /// let ready = false;
+    /// let got = choose((when(ready, always("guarded")), always("other"))).perform();
+    /// assert_eq!(got, "other"); // a disabled clause never commits
+    /// ```
     #[must_use = "an op does nothing unless performed"]
     pub struct When<O> {
         #[pin]
@@ -41,6 +49,13 @@ impl<O: Op> When<O> {
     }
 
     /// Whether the clause is enabled.
+    ///
+    /// ```
+    /// use fibra::{always, select::when};
+    ///
+    /// assert!(when(true, always(1)).is_enabled());
+    /// assert!(!when(false, always(1)).is_enabled());
+    /// ```
     pub fn is_enabled(&self) -> bool {
         self.op.is_some()
     }

@@ -60,6 +60,11 @@ unsafe impl<T: Send> Send for IVar<T> {}
 
 impl<T> IVar<T> {
     /// An empty variable.
+    ///
+    /// ```
+    /// let v = fibra::IVar::<u32>::new();
+    /// assert!(!v.is_full());
+    /// ```
     pub fn new() -> Self {
         Self {
             state: AtomicUsize::new(EMPTY),
@@ -70,6 +75,13 @@ impl<T> IVar<T> {
 
     /// Fills the variable and wakes every waiting get. A variable is written
     /// once: a second `put` returns its value in `Err`.
+    ///
+    /// ```
+    /// let v = fibra::IVar::new();
+    /// assert_eq!(v.put(1), Ok(()));
+    /// assert_eq!(v.put(2), Err(2)); // written once
+    /// assert_eq!(v.try_get(), Some(1));
+    /// ```
     pub fn put(&self, value: T) -> Result<(), T> {
         // Acquire on success keeps the value's write after the claim (the
         // Release store of `FULL` below is what publishes it). Acquire on
@@ -93,6 +105,13 @@ impl<T> IVar<T> {
     }
 
     /// The value, if the variable is full.
+    ///
+    /// ```
+    /// let v = fibra::IVar::new();
+    /// assert_eq!(v.get_ref(), None);
+    /// v.put(String::from("set")).unwrap();
+    /// assert_eq!(v.get_ref().map(String::as_str), Some("set")); // no clone
+    /// ```
     pub fn get_ref(&self) -> Option<&T> {
         // Acquire: pairs with `put`'s Release store of `FULL`.
         if self.state.load(Ordering::Acquire) == FULL {
@@ -105,15 +124,70 @@ impl<T> IVar<T> {
     }
 
     /// Whether the variable is full.
+    ///
+    /// ```
+    /// let v = fibra::IVar::new();
+    /// assert!(!v.is_full());
+    /// v.put(()).unwrap();
+    /// assert!(v.is_full());
+    /// ```
     pub fn is_full(&self) -> bool {
         // Acquire: as in `get_ref`, so a caller that then reads sees the
         // value.
         self.state.load(Ordering::Acquire) == FULL
     }
+
+    /// The op of reading the variable by reference: commits once it is
+    /// full, yielding `&T` (for values that are not `Clone`, or too big to
+    /// clone).
+    ///
+    /// ```
+    /// use fibra::{IVar, Op};
+    ///
+    /// let v = IVar::new();
+    /// v.put(vec![1, 2, 3]).unwrap();
+    /// assert_eq!(v.get_ref_op().perform().len(), 3);
+    /// ```
+    pub fn get_ref_op(&self) -> GetRefOp<'_, T> {
+        GetRefOp {
+            ivar: self,
+            slot: (),
+            published: None,
+            _pinned: PhantomPinned,
+        }
+    }
+
+    /// The value, if the variable is full, consuming it.
+    ///
+    /// ```
+    /// let v = fibra::IVar::new();
+    /// v.put(3).unwrap();
+    /// assert_eq!(v.into_inner(), Some(3));
+    /// ```
+    pub fn into_inner(self) -> Option<T> {
+        // Acquire: as in `get_ref` (with ownership, the value's write is
+        // ordered before us already).
+        if self.state.load(Ordering::Acquire) != FULL {
+            return None;
+        }
+        // SAFETY: FULL: initialised. We own the variable; marking it empty
+        // below keeps its `Drop` from dropping the value we moved out.
+        let value = self.value.with(|v| unsafe { (*v).assume_init_read() });
+        // Relaxed: nobody else can see the variable any more.
+        self.state.store(EMPTY, Ordering::Relaxed);
+        Some(value)
+    }
 }
 
 impl<T: Clone> IVar<T> {
     /// A clone of the value, if the variable is full.
+    ///
+    /// ```
+    /// let v = fibra::IVar::new();
+    /// assert_eq!(v.try_get(), None);
+    /// v.put(3).unwrap();
+    /// assert_eq!(v.try_get(), Some(3));
+    /// ```
     pub fn try_get(&self) -> Option<T> {
         self.get_ref().cloned()
     }
@@ -131,15 +205,21 @@ impl<T: Clone> IVar<T> {
     /// assert_eq!(op().perform(), 7);
     /// ```
     pub fn get_op(&self) -> GetOp<'_, T> {
-        GetOp {
-            ivar: self,
-            slot: (),
-            published: None,
-            _pinned: PhantomPinned,
-        }
+        GetOp(self.get_ref_op())
     }
 
     /// Waits until the variable is full and returns a clone of the value.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    ///
+    /// fibra::run(async {
+    ///     let v = Arc::new(fibra::IVar::new());
+    ///     let writer = v.clone();
+    ///     fibra::spawn(async move { writer.put(8).unwrap() });
+    ///     assert_eq!(v.get().await, 8);
+    /// });
+    /// ```
     pub async fn get(&self) -> T {
         self.get_op().await
     }
@@ -149,6 +229,14 @@ impl<T: Clone> IVar<T> {
     /// # Panics
     ///
     /// On a fibra worker thread (use `.await` there).
+    ///
+    /// ```
+    /// let v = fibra::IVar::new();
+    /// std::thread::scope(|s| {
+    ///     s.spawn(|| v.put("done").unwrap());
+    ///     assert_eq!(v.get_blocking(), "done");
+    /// });
+    /// ```
     pub fn get_blocking(&self) -> T {
         self.get_op().perform()
     }
@@ -180,18 +268,29 @@ impl<T: fmt::Debug> fmt::Debug for IVar<T> {
     }
 }
 
-/// The op of reading an [`IVar`]: made by [`IVar::get_op`].
+/// The op of reading an [`IVar`] by reference: made by
+/// [`IVar::get_ref_op`] (and [`OnceCell::get_op`](crate::OnceCell::get_op)).
+/// Commits once the variable is full, yielding `&T` (no `Clone` needed).
+///
+/// ```
+/// use fibra::{GetRefOp, IVar, Op};
+///
+/// let v = IVar::new();
+/// v.put(String::from("set")).unwrap();
+/// let op: GetRefOp<'_, String> = v.get_ref_op();
+/// assert_eq!(op.perform(), "set");
+/// ```
 #[must_use = "an op does nothing unless performed"]
-pub struct GetOp<'a, T> {
+pub struct GetRefOp<'a, T> {
     ivar: &'a IVar<T>,
     slot: (),
     published: Option<Registration>,
     _pinned: PhantomPinned,
 }
 
-impl<T> Sealed for GetOp<'_, T> {}
+impl<T> Sealed for GetRefOp<'_, T> {}
 
-impl<'a, T: Clone> GetOp<'a, T> {
+impl<'a, T> GetRefOp<'a, T> {
     fn project(self: Pin<&mut Self>) -> (&'a IVar<T>, &(), &mut Option<Registration>) {
         // SAFETY: nothing is moved out; `published` is not structurally
         // pinned and the slot is only pointed at.
@@ -200,14 +299,14 @@ impl<'a, T: Clone> GetOp<'a, T> {
     }
 }
 
-impl<T: Clone> Op for GetOp<'_, T> {
-    type Output = T;
+impl<'a, T> Op for GetRefOp<'a, T> {
+    type Output = &'a T;
 
     // Committed by its partners, never woken to look again.
     fn repoll(self: Pin<&mut Self>, _cx: BlockCx<'_>) {}
 
-    fn try_now(self: Pin<&mut Self>) -> Option<T> {
-        self.ivar.try_get()
+    fn try_now(self: Pin<&mut Self>) -> Option<&'a T> {
+        self.ivar.get_ref()
     }
 
     fn block(self: Pin<&mut Self>, cx: BlockCx<'_>) {
@@ -222,10 +321,10 @@ impl<T: Clone> Op for GetOp<'_, T> {
         *published = Some(q.publish(cx, slot));
     }
 
-    fn finish(self: Pin<&mut Self>, _leaf: usize) -> T {
+    fn finish(self: Pin<&mut Self>, _leaf: usize) -> &'a T {
         let (ivar, _, published) = self.project();
         *published = None;
-        ivar.try_get().expect("a committed get sees the value")
+        ivar.get_ref().expect("a committed get sees the value")
     }
 
     fn abandon(self: Pin<&mut Self>, _leaf: usize) {
@@ -240,6 +339,58 @@ impl<T: Clone> Op for GetOp<'_, T> {
     }
 }
 
+/// The op of reading an [`IVar`]: made by [`IVar::get_op`]; a
+/// [`GetRefOp`] that clones the value.
+///
+/// ```
+/// use fibra::{GetOp, IVar, Op};
+///
+/// let v = IVar::new();
+/// v.put(1).unwrap();
+/// let op: GetOp<'_, i32> = v.get_op();
+/// assert_eq!(op.perform(), 1);
+/// ```
+#[must_use = "an op does nothing unless performed"]
+pub struct GetOp<'a, T>(GetRefOp<'a, T>);
+
+impl<T> Sealed for GetOp<'_, T> {}
+
+impl<'a, T> GetOp<'a, T> {
+    fn inner(self: Pin<&mut Self>) -> Pin<&mut GetRefOp<'a, T>> {
+        // SAFETY: structural pinning of the only field.
+        unsafe { self.map_unchecked_mut(|s| &mut s.0) }
+    }
+}
+
+impl<T: Clone> Op for GetOp<'_, T> {
+    type Output = T;
+
+    fn repoll(self: Pin<&mut Self>, cx: BlockCx<'_>) {
+        self.inner().repoll(cx);
+    }
+
+    fn try_now(self: Pin<&mut Self>) -> Option<T> {
+        self.inner().try_now().cloned()
+    }
+
+    fn block(self: Pin<&mut Self>, cx: BlockCx<'_>) {
+        self.inner().block(cx);
+    }
+
+    fn finish(self: Pin<&mut Self>, leaf: usize) -> T {
+        self.inner().finish(leaf).clone()
+    }
+
+    fn abandon(self: Pin<&mut Self>, leaf: usize) {
+        self.inner().abandon(leaf);
+    }
+
+    fn withdraw(self: Pin<&mut Self>) {
+        self.inner().withdraw();
+    }
+}
+
 crate::op::op_into_future! {
     impl['a, T: Clone] GetOp<'a, T>;
+    impl['a, T] GetRefOp<'a, T>;
 }

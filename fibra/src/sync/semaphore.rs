@@ -29,6 +29,13 @@ const CLOSED: usize = 1;
 const ONE: usize = 2;
 
 /// The most permits a semaphore can hold.
+///
+/// ```
+/// use fibra::sync::MAX_PERMITS;
+///
+/// let sem = fibra::Semaphore::new(MAX_PERMITS);
+/// assert_eq!(sem.available_permits(), MAX_PERMITS);
+/// ```
 pub const MAX_PERMITS: usize = usize::MAX >> 2;
 
 /// A counting semaphore (Racket's `make-semaphore`, tokio's `Semaphore`)
@@ -66,6 +73,14 @@ pub struct Semaphore {
 }
 
 /// The error of an acquire on a closed semaphore.
+///
+/// ```
+/// use fibra::{AcquireError, Semaphore};
+///
+/// let sem = Semaphore::new(0);
+/// sem.close();
+/// assert_eq!(sem.acquire_blocking().unwrap_err(), AcquireError);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AcquireError;
 
@@ -78,6 +93,15 @@ impl fmt::Display for AcquireError {
 impl std::error::Error for AcquireError {}
 
 /// Why [`Semaphore::try_acquire`] failed.
+///
+/// ```
+/// use fibra::{Semaphore, TryAcquireError};
+///
+/// let sem = Semaphore::new(0);
+/// assert_eq!(sem.try_acquire().unwrap_err(), TryAcquireError::NoPermits);
+/// sem.close();
+/// assert_eq!(sem.try_acquire().unwrap_err(), TryAcquireError::Closed);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TryAcquireError {
     /// No permit is available now.
@@ -103,6 +127,14 @@ impl Semaphore {
     /// # Panics
     ///
     /// If `permits` exceeds [`MAX_PERMITS`].
+    ///
+    /// ```
+    /// let sem = fibra::Semaphore::new(2);
+    /// let (a, b) = (sem.try_acquire().unwrap(), sem.try_acquire().unwrap());
+    /// assert!(sem.try_acquire().is_err());
+    /// drop((a, b));
+    /// assert_eq!(sem.available_permits(), 2);
+    /// ```
     pub fn new(permits: usize) -> Self {
         assert!(
             permits <= MAX_PERMITS,
@@ -116,11 +148,26 @@ impl Semaphore {
     }
 
     /// The permits available now.
+    ///
+    /// ```
+    /// let sem = fibra::Semaphore::new(3);
+    /// let p = sem.try_acquire().unwrap();
+    /// assert_eq!(sem.available_permits(), 2);
+    /// drop(p);
+    /// assert_eq!(sem.available_permits(), 3);
+    /// ```
     pub fn available_permits(&self) -> usize {
         self.permits.load(Ordering::Relaxed) / ONE
     }
 
     /// Whether [`close`](Semaphore::close) was called.
+    ///
+    /// ```
+    /// let sem = fibra::Semaphore::new(1);
+    /// assert!(!sem.is_closed());
+    /// sem.close();
+    /// assert!(sem.is_closed());
+    /// ```
     pub fn is_closed(&self) -> bool {
         // Acquire: pairs with `close`'s Release half.
         self.permits.load(Ordering::Acquire) & CLOSED != 0
@@ -132,6 +179,12 @@ impl Semaphore {
     /// # Panics
     ///
     /// If the count would exceed [`MAX_PERMITS`].
+    ///
+    /// ```
+    /// let sem = fibra::Semaphore::new(0);
+    /// sem.release(2);
+    /// assert_eq!(sem.available_permits(), 2);
+    /// ```
     pub fn release(&self, n: usize) {
         if n == 0 {
             return;
@@ -218,6 +271,16 @@ impl Semaphore {
     /// # Panics
     ///
     /// On a fibra worker thread (use `.await` there).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    ///
+    /// let sem = Arc::new(fibra::Semaphore::new(0));
+    /// let releaser = sem.clone();
+    /// std::thread::spawn(move || releaser.release(1));
+    /// let permit = sem.acquire_blocking().unwrap(); // waits for the release
+    /// drop(permit);
+    /// ```
     pub fn acquire_blocking(&self) -> Result<Permit<'_>, AcquireError> {
         self.acquire_op().perform()
     }
@@ -333,6 +396,15 @@ enum Taken {
 }
 
 /// One permit of a [`Semaphore`]; dropping it gives the permit back.
+///
+/// ```
+/// let sem = fibra::Semaphore::new(1);
+/// {
+///     let _permit: fibra::Permit<'_> = sem.try_acquire().unwrap();
+///     assert_eq!(sem.available_permits(), 0);
+/// } // dropped: given back
+/// assert_eq!(sem.available_permits(), 1);
+/// ```
 #[must_use = "dropping a permit releases it at once"]
 pub struct Permit<'a> {
     sem: &'a Semaphore,
@@ -340,6 +412,12 @@ pub struct Permit<'a> {
 
 impl Permit<'_> {
     /// Keeps the permit taken: it is not given back on drop.
+    ///
+    /// ```
+    /// let sem = fibra::Semaphore::new(1);
+    /// sem.try_acquire().unwrap().forget();
+    /// assert_eq!(sem.available_permits(), 0); // not given back
+    /// ```
     pub fn forget(self) {
         std::mem::forget(self);
     }
@@ -358,6 +436,17 @@ impl fmt::Debug for Permit<'_> {
 }
 
 /// The op of acquiring a permit: made by [`Semaphore::acquire_op`].
+///
+/// ```
+/// use fibra::{Op, always, choose_biased};
+///
+/// let sem = fibra::Semaphore::new(1);
+/// let held = sem.acquire_op().perform().unwrap();
+/// let now = || choose_biased((sem.acquire_op().wrap(|r| r.is_ok()), always(false))).perform();
+/// assert!(!now()); // no permit: `always` wins
+/// drop(held);
+/// assert!(now());
+/// ```
 #[must_use = "an op does nothing unless performed"]
 pub struct AcquireOp<'a> {
     sem: &'a Semaphore,

@@ -1,4 +1,5 @@
-//! Time as ops: [`after`], [`at`], [`sleep`] and [`timeout`].
+//! Time as ops: [`after`], [`at`], [`sleep`], [`timeout`] and periodic
+//! ticks ([`interval`]).
 //!
 //! Time ops are first-class: use them in any choice, with the same
 //! cancellation guarantees as channel ops. They work everywhere — fibra's
@@ -20,7 +21,10 @@
 //! assert_eq!(got, None);
 //! ```
 
+mod interval;
 mod wheel;
+
+pub use interval::{Interval, MissedTickBehavior, TickOp, interval, interval_at};
 
 use crate::op::{BlockCx, Choose, Op, Perform, Wrap, choose_biased, sealed::Sealed};
 use std::fmt;
@@ -30,6 +34,16 @@ use wheel::{TimerKey, driver};
 
 /// An op that commits once `deadline` has passed: made by [`after`] and
 /// [`at`].
+///
+/// ```
+/// use fibra::{Op, time::after};
+/// use std::time::{Duration, Instant};
+///
+/// let start = Instant::now();
+/// let op: fibra::time::After = after(Duration::from_millis(2));
+/// op.perform();
+/// assert!(start.elapsed() >= Duration::from_millis(2));
+/// ```
 #[derive(Debug)]
 #[must_use = "an op does nothing unless performed"]
 pub struct After {
@@ -89,6 +103,14 @@ pub fn sleep(d: Duration) -> Perform<After> {
 
 impl After {
     /// When the op commits.
+    ///
+    /// ```
+    /// use fibra::time::after;
+    /// use std::time::{Duration, Instant};
+    ///
+    /// let op = after(Duration::from_secs(1));
+    /// assert!(op.deadline() > Instant::now());
+    /// ```
     pub fn deadline(&self) -> Instant {
         self.deadline
     }
@@ -135,6 +157,16 @@ crate::op::op_into_future! {
 }
 
 /// The error of a [`timeout`] whose time ran out first.
+///
+/// ```
+/// use fibra::Op;
+/// use fibra::time::{Elapsed, timeout};
+/// use std::time::Duration;
+///
+/// let (_tx, rx) = fibra::channel::<u8>();
+/// let got = timeout(rx.recv_op(), Duration::from_millis(1)).perform();
+/// assert_eq!(got, Err(Elapsed));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Elapsed;
 
@@ -155,6 +187,16 @@ type TimeoutChoice<O> = Choose<(
 )>;
 
 /// The op returned by [`timeout`].
+///
+/// ```
+/// use fibra::{Op, time::timeout};
+/// use std::time::Duration;
+///
+/// let (tx, rx) = fibra::bounded::<u8>(1);
+/// tx.try_send(1).unwrap();
+/// let op: fibra::time::Timeout<_> = timeout(rx.recv_op(), Duration::from_secs(5));
+/// assert_eq!(op.perform(), Ok(Ok(1)));
+/// ```
 #[must_use = "an op does nothing unless performed"]
 pub struct Timeout<O: Op> {
     inner: TimeoutChoice<O>,

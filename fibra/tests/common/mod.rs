@@ -679,3 +679,27 @@ pub fn wait_until(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
         std::thread::yield_now();
     }
 }
+
+/// Keeps the panics whose message contains one of `expected` (the tests'
+/// own crashing actors) off stderr; every other panic prints as usual.
+#[allow(dead_code)]
+pub fn quiet_panics(expected: &'static [&'static str]) {
+    static QUIET: std::sync::Mutex<Vec<&'static str>> = std::sync::Mutex::new(Vec::new());
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    QUIET.lock().unwrap().extend_from_slice(expected);
+    HOOK.call_once(|| {
+        let default = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let msg = info
+                .payload()
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| info.payload().downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            let quiet = QUIET.lock().map(|q| q.iter().any(|e| msg.contains(e)));
+            if !quiet.unwrap_or(false) {
+                default(info);
+            }
+        }));
+    });
+}

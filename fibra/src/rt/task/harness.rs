@@ -193,6 +193,7 @@ where
     /// `Arc` takes a count of its own (see `spawn_eager`).
     fn own_runtime(&self) {
         std::mem::forget(Arc::clone(&self.header.shared));
+        schedule::parasite_outlives_its_inline_poll(&self.header.shared);
     }
 
     /// Takes apart a parasite that finished inline with no other reference
@@ -300,6 +301,7 @@ where
     }
 
     fn complete(&self, output: Result<F::Output, JoinError>) {
+        schedule::finishing(&self.header);
         // Release: the output is written (under the lock) before COMPLETE.
         let (waker, wakers, dropped) = {
             let mut j = self.join.lock();
