@@ -169,3 +169,25 @@ macro_rules! fibra_rows {
     }};
 }
 pub(crate) use fibra_rows;
+
+/// `fibra_row!(spec, config, system, make)`: one row of `spec` on fibra's
+/// multi-thread runtime with default workers (or `--workers`, like the
+/// `fibra` row), under the name `system` (a variant such as
+/// `fibra-parasite`), run by `block_on(make())`. Without the `fibra-rt`
+/// feature, `make` is not compiled and the row is skipped with a note.
+macro_rules! fibra_row {
+    ($spec:expr, $config:expr, $system:expr, $make:expr) => {{
+        #[cfg(feature = "fibra-rt")]
+        let row = $spec.on(
+            $system,
+            $crate::exec::on_fibra($crate::exec::FibraFlavour::Multi($config.workers), $make),
+        );
+        #[cfg(not(feature = "fibra-rt"))]
+        let row = {
+            let _ = $config;
+            $spec.on($system, $crate::case::Runner::Unavailable($crate::exec::NO_FIBRA_RT))
+        };
+        row
+    }};
+}
+pub(crate) use fibra_row;

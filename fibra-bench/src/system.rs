@@ -17,6 +17,17 @@ pub enum System {
     FibraCt,
     /// fibra channels between OS threads, blocking calls.
     FibraThreads,
+    /// The `parasites` group: the work's short computations started with
+    /// `fibra::spawn_eager` (parasites: first poll inline, a task only if
+    /// they block) instead of `fibra::spawn`, on fibra's multi-thread
+    /// runtime with default workers (like [`Self::Fibra`]).
+    FibraParasite,
+    /// `parasites/async-send`: the asynchronous send `Sender::send_async`,
+    /// on fibra's multi-thread runtime with default workers.
+    FibraSendAsync,
+    /// `parasites/choose-all`: the library's `fibra::choose_all`, on fibra's
+    /// multi-thread runtime with default workers.
+    FibraChooseAll,
     /// fibra channels between tasks of a tokio current-thread runtime.
     FibraTokioCt,
     /// fibra channels between tasks of a 2-worker tokio multi-thread runtime.
@@ -59,6 +70,9 @@ impl System {
             Self::Fibra1 => "fibra-1",
             Self::FibraCt => "fibra-ct",
             Self::FibraThreads => "fibra-threads",
+            Self::FibraParasite => "fibra-parasite",
+            Self::FibraSendAsync => "fibra-send-async",
+            Self::FibraChooseAll => "fibra-choose-all",
             Self::FibraTokioCt => "fibra-tokio-ct",
             Self::FibraTokioMt => "fibra-tokio-mt",
             Self::Crossbeam => "crossbeam",
@@ -83,6 +97,9 @@ impl System {
                 | Self::Fibra1
                 | Self::FibraCt
                 | Self::FibraThreads
+                | Self::FibraParasite
+                | Self::FibraSendAsync
+                | Self::FibraChooseAll
                 | Self::FibraTokioCt
                 | Self::FibraTokioMt
         )
@@ -112,6 +129,9 @@ impl System {
             | Self::Fibra1
             | Self::FibraCt
             | Self::FibraThreads
+            | Self::FibraParasite
+            | Self::FibraSendAsync
+            | Self::FibraChooseAll
             | Self::FibraTokioCt
             | Self::FibraTokioMt => &[],
         }
