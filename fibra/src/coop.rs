@@ -33,6 +33,26 @@ pub(crate) fn exhausted() -> bool {
     LEFT.with(|l| l.get() == 0)
 }
 
+/// A parasite's inline first poll nests inside the current task's turn
+/// (`spawn_eager`): it gets a fresh budget of its own (none outside fibra's
+/// workers), and the caller's is restored by [`leave_nested`].
+#[inline]
+pub(crate) fn enter_nested() -> u32 {
+    LEFT.with(|l| {
+        let saved = l.get();
+        if saved != UNLIMITED {
+            l.set(BUDGET);
+        }
+        saved
+    })
+}
+
+/// The end of a nested poll: the caller's budget, as it was.
+#[inline]
+pub(crate) fn leave_nested(saved: u32) {
+    LEFT.with(|l| l.set(saved));
+}
+
 /// Takes one unit; `false` when the task must yield first.
 #[inline]
 pub(crate) fn consume() -> bool {

@@ -66,7 +66,7 @@ pub use op::{
 };
 pub use rt::{
     Builder, Handle, JoinError, JoinHandle, JoinOp, Runtime, run, spawn, spawn_actor,
-    spawn_blocking, yield_now,
+    spawn_blocking, spawn_eager, yield_now,
 };
 pub use select::{WaitUntil, choose_all};
 pub use sync::{

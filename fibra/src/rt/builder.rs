@@ -26,6 +26,7 @@ pub struct Builder {
     thread_name: String,
     pin_cores: bool,
     stack_size: Option<usize>,
+    parasite_inflation: bool,
     /// Under loom, whether idle workers tick and rescue (`rescue.rs`): off
     /// unless a model asks, as its barriers and ticks multiply the
     /// interleavings of every model (the freeze has a model of its own).
@@ -48,6 +49,7 @@ impl Builder {
             thread_name: "fibra-worker".to_string(),
             pin_cores: false,
             stack_size: None,
+            parasite_inflation: true,
             #[cfg(loom)]
             rescue: false,
         }
@@ -90,6 +92,32 @@ impl Builder {
     /// Stack size of the worker threads.
     pub fn stack_size(mut self, bytes: usize) -> Self {
         self.stack_size = Some(bytes);
+        self
+    }
+
+    /// Whether parasites ([`spawn_eager`](super::spawn_eager)) that turn
+    /// out long-running inflate (on by default): a parasite whose poll ends
+    /// with it runnable again (it yielded, or used up its cooperative
+    /// budget) becomes an ordinary task on the stealable queue, where idle
+    /// workers may take it, and the worker it ran on spawns its next 10
+    /// parasites as ordinary tasks. Off, such a parasite stays on its
+    /// worker (a private queue no other worker steals from), like the
+    /// parasites of the paper without inflation: cheap, but never run in
+    /// parallel. `docs/runtime.md` ("Parasites") has the whole policy.
+    ///
+    /// ```
+    /// let rt = fibra::Runtime::builder().parasite_inflation(false).build().unwrap();
+    /// let n = rt.block_on(async {
+    ///     let h = fibra::spawn_eager(async {
+    ///         fibra::yield_now().await;
+    ///         1
+    ///     });
+    ///     h.await.unwrap()
+    /// });
+    /// assert_eq!(n, 1);
+    /// ```
+    pub fn parasite_inflation(mut self, on: bool) -> Self {
+        self.parasite_inflation = on;
         self
     }
 
@@ -146,6 +174,7 @@ impl Builder {
                 .map(|_| AtomicPtr::new(std::ptr::null_mut()))
                 .collect(),
             ticking: AtomicUsize::new(0),
+            parasite_inflation: self.parasite_inflation,
         });
         if shared.rescuable {
             super::rescue::prepare();

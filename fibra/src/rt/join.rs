@@ -2,6 +2,7 @@
 //! abort it, or detach it by dropping the handle.
 
 use super::task::{self, Joinable};
+use crate::loom::{AtomicBool, Ordering};
 use crate::op::waiter::Registration;
 use crate::op::{BlockCx, Op, sealed::Sealed};
 use std::any::Any;
@@ -29,29 +30,57 @@ use std::task::{Context, Poll};
 /// });
 /// ```
 pub struct JoinHandle<T> {
+    inner: Inner<T>,
+}
+
+enum Inner<T> {
     /// Owns one of the task's references (released on drop).
-    task: NonNull<dyn Joinable<T>>,
-    done: bool,
+    Task {
+        task: NonNull<dyn Joinable<T>>,
+        done: bool,
+    },
+    /// A parasite ([`spawn_eager`](super::spawn_eager)) that finished in
+    /// its inline first poll: the output, no task.
+    Ready(ReadyOutput<T>),
 }
 
 // SAFETY: the handle owns a reference to a task, which is `Send + Sync`
-// (`Joinable: Send + Sync`); the output it takes out is a `T: Send`.
+// (`Joinable: Send + Sync`), or a finished output; the output it takes out
+// is a `T: Send`.
 unsafe impl<T: Send> Send for JoinHandle<T> {}
 // SAFETY: `&JoinHandle` only reaches `&dyn Joinable<T>`, which is `Sync`;
-// the output moves out through it only under the task's join lock.
+// the output moves out through it only under the task's join lock, or
+// (a ready output) through `ReadyOutput`'s claim.
 unsafe impl<T: Send> Sync for JoinHandle<T> {}
+// The output is never pinned: it moves out to the join.
+impl<T> Unpin for JoinHandle<T> {}
 
 impl<T> JoinHandle<T> {
     /// # Safety
     ///
     /// `task` is a live task whose reference the caller hands over.
     pub(crate) unsafe fn from_raw(task: NonNull<dyn Joinable<T>>) -> Self {
-        Self { task, done: false }
+        Self {
+            inner: Inner::Task { task, done: false },
+        }
+    }
+
+    /// The handle of a parasite that finished inline with `output`.
+    pub(crate) fn ready(output: Result<T, JoinError>) -> Self
+    where
+        T: Send,
+    {
+        Self {
+            inner: Inner::Ready(ReadyOutput::new(output)),
+        }
     }
 
     fn task(&self) -> &dyn Joinable<T> {
-        // SAFETY: we own a reference: the task is alive.
-        unsafe { self.task.as_ref() }
+        match &self.inner {
+            // SAFETY: we own a reference: the task is alive.
+            Inner::Task { task, .. } => unsafe { task.as_ref() },
+            Inner::Ready(out) => out,
+        }
     }
 
     /// Asks the task to stop: it is dropped at its next scheduling point
@@ -67,9 +96,12 @@ impl<T> JoinHandle<T> {
     /// });
     /// ```
     pub fn abort(&self) {
-        // SAFETY: the handle holds a reference; `self.task` points at the
-        // task's allocation, header first (`repr(C)`), with its provenance.
-        unsafe { task::abort(self.task.cast()) };
+        if let Inner::Task { task, .. } = &self.inner {
+            // SAFETY: the handle holds a reference; `task` points at the
+            // task's allocation, header first (`repr(C)`), with its
+            // provenance.
+            unsafe { task::abort(task.cast()) };
+        }
     }
 
     /// Whether the task has finished (output ready, panicked or cancelled).
@@ -120,16 +152,27 @@ impl<T> Future for JoinHandle<T> {
     type Output = Result<T, JoinError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.get_mut();
-        assert!(!this.done, "`JoinHandle` polled after it completed");
-        let out = std::task::ready!(this.task().poll_join(cx));
-        this.done = true;
-        Poll::Ready(out)
+        match &mut self.get_mut().inner {
+            Inner::Task { task, done } => {
+                assert!(!*done, "`JoinHandle` polled after it completed");
+                // SAFETY: we own a reference: the task is alive.
+                let out = std::task::ready!(unsafe { task.as_ref() }.poll_join(cx));
+                *done = true;
+                Poll::Ready(out)
+            }
+            Inner::Ready(out) => Poll::Ready(out.take_mut().expect(
+                "`JoinHandle` polled after it completed (or after a `join_op` took the output)",
+            )),
+        }
     }
 }
 
 impl<T> Drop for JoinHandle<T> {
     fn drop(&mut self) {
+        let Inner::Task { task, done } = &self.inner else {
+            // A ready output drops with the handle.
+            return;
+        };
         /// Releases the handle's reference, even if dropping the output
         /// (user code) panics.
         struct Release(NonNull<task::Header>);
@@ -140,21 +183,103 @@ impl<T> Drop for JoinHandle<T> {
                 unsafe { task::release(self.0) };
             }
         }
-        let _release = Release(self.task.cast());
+        let _release = Release(task.cast());
         // After a completed join the output is gone and the task knows the
         // handle took it: nothing to detach.
-        if !self.done {
-            self.task().detach();
+        if !*done {
+            // SAFETY: we own a reference: the task is alive.
+            unsafe { task.as_ref() }.detach();
         }
     }
 }
 
 impl<T> fmt::Debug for JoinHandle<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let finished = match &self.inner {
+            // SAFETY: we own a reference: the task is alive.
+            Inner::Task { task, .. } => unsafe { task.as_ref() }.is_finished(),
+            Inner::Ready(_) => true,
+        };
         f.debug_struct("JoinHandle")
-            .field("finished", &self.is_finished())
+            .field("finished", &finished)
             .finish()
     }
+}
+
+/// The output of a parasite that finished in its inline first poll, in its
+/// handle. A direct `.await` takes it through `&mut`, with no atomic; a
+/// `join_op` (through `&JoinHandle`, which may be shared between threads)
+/// claims it first with `taken`, so that one join takes it.
+struct ReadyOutput<T> {
+    output: std::cell::UnsafeCell<Option<Result<T, JoinError>>>,
+    taken: AtomicBool,
+}
+
+// SAFETY: built only for `T: Send` (`JoinHandle::ready`); the output moves
+// to the one join that claims it (`claim`), or out through `&mut`.
+unsafe impl<T> Sync for ReadyOutput<T> {}
+// SAFETY: as above.
+unsafe impl<T> Send for ReadyOutput<T> {}
+
+impl<T> ReadyOutput<T> {
+    fn new(output: Result<T, JoinError>) -> Self {
+        Self {
+            output: std::cell::UnsafeCell::new(Some(output)),
+            taken: AtomicBool::new(false),
+        }
+    }
+
+    /// Takes the output through the handle's `&mut` (a direct `.await`).
+    fn take_mut(&mut self) -> Option<Result<T, JoinError>> {
+        if std::mem::replace(self.taken.get_mut(), true) {
+            return None;
+        }
+        self.output.get_mut().take()
+    }
+
+    /// Takes the output through `&self` (a `join_op`): the one join whose
+    /// claim succeeds.
+    fn claim(&self) -> Option<Result<T, JoinError>> {
+        // Relaxed load first: a join that lost needs no RMW. Acquire on
+        // the swap: a claim on another thread than the one that made the
+        // handle sees the output (the handle's move there ordered it too).
+        if self.taken.load(Ordering::Relaxed) || self.taken.swap(true, Ordering::Acquire) {
+            return None;
+        }
+        // SAFETY: the claim above is won once: we are the only one to
+        // touch the cell through `&self`, and `&mut self` users cannot
+        // coexist with this borrow.
+        unsafe { (*self.output.get()).take() }
+    }
+}
+
+impl<T> Joinable<T> for ReadyOutput<T> {
+    fn poll_join(&self, _cx: &mut Context<'_>) -> Poll<Result<T, JoinError>> {
+        Poll::Ready(
+            self.claim()
+                .expect("`JoinHandle` joined after another join took the output (join once)"),
+        )
+    }
+
+    fn try_join(&self) -> Option<Result<T, JoinError>> {
+        self.claim()
+    }
+
+    fn publish_join(&self, cx: BlockCx<'_>) -> Option<Registration> {
+        // Joinable at once: commit our own perform (its `finish` claims).
+        if cx.state.claim().is_ok() {
+            cx.state.commit_own(cx.leaf);
+        }
+        None
+    }
+
+    fn withdraw_join(&self, _reg: Registration) {}
+
+    fn is_finished(&self) -> bool {
+        true
+    }
+
+    fn detach(&self) {}
 }
 
 /// The op of joining a task: made by [`JoinHandle::join_op`].

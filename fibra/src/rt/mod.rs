@@ -100,6 +100,8 @@ pub(crate) struct Shared {
     /// Per worker: a wake from elsewhere marked a task it retains
     /// (`retained.rs`); it looks at its ring at its next turn.
     retained_woken: Box<[retained::WokenHint]>,
+    /// Whether long-running parasites inflate (`Builder::parasite_inflation`).
+    parasite_inflation: bool,
 }
 
 impl Shared {
@@ -249,6 +251,20 @@ impl Shared {
         handle
     }
 
+    /// Spawns a parasite: its first poll runs here, now
+    /// (`Task::spawn_eager`), unless a parasite inflated on this worker
+    /// lately (`schedule::inflate`): then an ordinary task.
+    fn spawn_eager<F>(self: &Arc<Self>, future: F) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        if !schedule::eager_allowed(self) {
+            return self.spawn(future);
+        }
+        Task::spawn_eager(future, self)
+    }
+
     /// Every worker has stopped: cancels what is left (shutdown).
     fn stop_and_drain(&self) {
         // SeqCst store and fence: Dekker's pattern with a racing spawn
@@ -380,6 +396,23 @@ impl Runtime {
         self.shared.spawn(future)
     }
 
+    /// Spawns a parasite onto the runtime: its first poll runs at once on
+    /// the calling thread; see [`spawn_eager`].
+    ///
+    /// ```
+    /// let rt = fibra::Runtime::new().unwrap();
+    /// let h = rt.spawn_eager(async { 6 * 7 });
+    /// assert!(h.is_finished()); // it finished inline
+    /// assert_eq!(rt.block_on(h).unwrap(), 42);
+    /// ```
+    pub fn spawn_eager<F>(&self, future: F) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.shared.spawn_eager(future)
+    }
+
     /// A clonable handle for spawning from elsewhere.
     ///
     /// ```
@@ -504,6 +537,31 @@ impl Handle {
         self.shared.spawn(future)
     }
 
+    /// Spawns a parasite onto the runtime: its first poll runs at once, on
+    /// the calling thread (any thread: a fibra worker, an OS thread, another
+    /// executor's task); if it does not finish there, it becomes a task of
+    /// this runtime. See [`spawn_eager`].
+    ///
+    /// ```
+    /// let rt = fibra::Runtime::new().unwrap();
+    /// let handle = rt.handle();
+    /// let (tx, rx) = fibra::channel::<u32>();
+    /// // On a plain thread: the first poll blocks in `recv`, so the rest
+    /// // runs on the runtime once `tx` sends.
+    /// let h = std::thread::spawn(move || handle.spawn_eager(async move { rx.recv().await }))
+    ///     .join()
+    ///     .unwrap();
+    /// tx.send_blocking(5).unwrap();
+    /// assert_eq!(fibra::block_on(h).unwrap(), Ok(5));
+    /// ```
+    pub fn spawn_eager<F>(&self, future: F) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.shared.spawn_eager(future)
+    }
+
     /// Spawns a task that owns a new mailbox onto the runtime and returns
     /// the mailbox's address; see [`spawn_actor`].
     ///
@@ -572,6 +630,64 @@ where
         Some(ctx) => ctx.shared.spawn(future),
         None => panic!(
             "fibra::spawn called outside a fibra runtime; use Runtime::spawn or Handle::spawn"
+        ),
+    })
+}
+
+/// Spawns a *parasite*: a task whose first poll runs at once, inline, on
+/// the calling worker, before anything is queued.
+///
+/// Most spawned computations are short and never wait; as a parasite such
+/// a computation costs about a function call: if its first poll finishes,
+/// nothing was scheduled, no other thread was touched, and the handle holds
+/// the output already. If the first poll returns `Pending`, the parasite
+/// becomes an ordinary suspended task, with [`spawn`]'s semantics for its
+/// [`JoinHandle`] (`.await`, [`join_op`](JoinHandle::join_op),
+/// [`abort`](JoinHandle::abort), panics): it runs again where it is woken
+/// (the waking worker's hand-off slot, as any task). A panic in the inline
+/// poll does not unwind through the caller: it lands in the handle as
+/// [`JoinError::Panicked`].
+///
+/// A parasite that turns out long-running (it yields, or uses up its
+/// cooperative budget) is *inflated* into an ordinary task that idle
+/// workers may steal, and this worker's next 10 `spawn_eager` calls spawn
+/// ordinary tasks ([`Builder::parasite_inflation`]; `docs/runtime.md`,
+/// "Parasites").
+///
+/// The caller's poll waits for the parasite's first poll: a body that
+/// computes for long before its first `.await` holds up its spawner; use
+/// [`spawn`] for such work.
+///
+/// # Panics
+///
+/// Outside a fibra runtime's worker: use [`Runtime::spawn_eager`] or
+/// [`Handle::spawn_eager`] there (they run the first poll on the calling
+/// thread, and the rest on their runtime).
+///
+/// ```
+/// fibra::run(async {
+///     // Finishes inline: no task was queued.
+///     let h = fibra::spawn_eager(async { 2 + 2 });
+///     assert!(h.is_finished());
+///     assert_eq!(h.await.unwrap(), 4);
+///
+///     // Waits in its first poll: from then on an ordinary task.
+///     let (tx, rx) = fibra::channel::<u32>();
+///     let h = fibra::spawn_eager(async move { rx.recv().await.unwrap() + 1 });
+///     tx.send(41).await.unwrap();
+///     assert_eq!(h.await.unwrap(), 42);
+/// });
+/// ```
+pub fn spawn_eager<F>(future: F) -> JoinHandle<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    with_current(|ctx| match ctx {
+        Some(ctx) => ctx.shared.spawn_eager(future),
+        None => panic!(
+            "fibra::spawn_eager called outside a fibra runtime; use Runtime::spawn_eager or \
+             Handle::spawn_eager"
         ),
     })
 }

@@ -77,14 +77,111 @@ fn hint_retainer(task: &TaskRef) {
 
 /// A task that was woken (or aborted) during its poll goes again: behind
 /// the others; on this worker if the cooperative budget made it yield.
-/// Refused at shutdown: the registry's reference lets the drain cancel it.
+/// A parasite that does so inflates (`inflate`). Refused at shutdown: the
+/// registry's reference lets the drain cancel it.
 #[inline]
 pub(crate) fn requeue(task: TaskRef) {
-    if crate::coop::exhausted() {
+    if task.header().is_parasite() {
+        inflate(task);
+    } else if crate::coop::exhausted() {
         Shared::schedule_budget_yield(task);
     } else {
         let _ = Shared::schedule_yield(task);
     }
+}
+
+/// A parasite (`spawn_eager`) turned out long-running: one of its polls
+/// ended with it runnable again (it yielded, or the cooperative budget made
+/// it yield). It becomes an ordinary task (its state word's `PARASITE` bit
+/// goes) and goes to the back of the stealable queue, where idle workers
+/// may take it; the worker it ran on spawns its next `EAGER_PENALTY`
+/// parasites as ordinary tasks. With inflation off (`Builder::
+/// parasite_inflation`), it stays a parasite and goes to the back of this
+/// worker's private `hot` queue: nobody else runs it unless this worker is
+/// stuck (`rescue.rs`).
+#[cold]
+fn inflate(task: TaskRef) {
+    let inflation = task.shared().parasite_inflation;
+    with_current(|ctx| {
+        if let Some(ctx) = ctx.filter(|c| Arc::ptr_eq(&c.shared, task.shared())) {
+            if inflation {
+                ctx.penalize_eager();
+            }
+        }
+    });
+    if inflation {
+        task.header().inflate();
+        let _ = Shared::schedule_yield(task);
+    } else {
+        Shared::schedule_budget_yield(task);
+    }
+}
+
+/// Whether `spawn_eager` on this thread should spawn a parasite: not on a
+/// worker of `shared`'s runtime that a parasite inflated on recently
+/// (`inflate`), which takes one from its penalty count instead.
+#[inline]
+pub(crate) fn eager_allowed(shared: &Arc<Shared>) -> bool {
+    with_current(|ctx| match ctx {
+        Some(ctx) if Arc::ptr_eq(&ctx.shared, shared) => ctx.take_eager_turn(),
+        _ => true,
+    })
+}
+
+/// Runs a parasite's inline first poll (`poll`, which contains its own
+/// panics) nested inside the caller's: with a cooperative budget of its
+/// own, the caller's restored after. The rest of a worker's per-turn state
+/// needs nothing: the reference donation (`DONATE`) names the caller's
+/// task and is left alone (the parasite's run does not donate), the
+/// retained ring and `next` slot are the worker's, shared by every poll of
+/// its turn, and the rescue section is the caller's poll's.
+#[inline(always)]
+pub(crate) fn inline_poll<R>(poll: impl FnOnce() -> R) -> R {
+    let saved = crate::coop::enter_nested();
+    let r = poll();
+    crate::coop::leave_nested(saved);
+    r
+}
+
+/// A parasite's inline first poll ended `Pending` on this thread, which
+/// holds `RUNNING` and the run's reference `task`: registers it (it waits,
+/// as [`waits`]), then `end_run` releases `RUNNING` or says the task must
+/// go again (woken during the poll), and it is requeued.
+///
+/// Off the task's runtime's workers (`Handle::spawn_eager` from another
+/// thread), this thread is the one running the task, which the shutdown
+/// drain must not race (it cancels only once every worker has stopped):
+/// the registration and the release happen under the drain lock, and if
+/// the workers stopped already, the task comes back (`Err`) for the caller
+/// to cancel.
+pub(crate) fn parasite_waits(
+    task: TaskRef,
+    end_run: impl FnOnce(&TaskRef) -> super::task::AfterPoll,
+) -> Result<(), TaskRef> {
+    use super::task::AfterPoll;
+    let on_worker = with_current(|ctx| ctx.is_some_and(|c| Arc::ptr_eq(&c.shared, task.shared())));
+    let again = if on_worker {
+        // A worker of the task's runtime runs: the drain cannot come
+        // before it stops.
+        waits(&task);
+        end_run(&task) == AfterPoll::Requeue
+    } else {
+        let shared = task.shared().clone();
+        let _no_drain = crate::loom::lock(&shared.drain_lock);
+        // SeqCst: as every access to the flag (`Shared::stop_and_drain`);
+        // under the lock, a drain either is over (we see the flag) or
+        // comes after our release.
+        if shared.workers_stopped.load(crate::loom::Ordering::SeqCst) {
+            return Err(task);
+        }
+        waits(&task);
+        end_run(&task) == AfterPoll::Requeue
+    };
+    if again {
+        // Outside the lock: a push racing the shutdown may drain itself.
+        requeue(task);
+    }
+    Ok(())
 }
 
 /// A task's first `Pending` poll: from now on shutdown must be able to find

@@ -132,7 +132,14 @@ pub(crate) struct WorkerCtx {
     /// worker asleep.
     quiet_ticks: Cell<u32>,
     seen_total: Cell<usize>,
+    /// `spawn_eager` calls left that spawn ordinary tasks, after a parasite
+    /// inflated here (`schedule::inflate`).
+    eager_penalty: Cell<u32>,
 }
+
+/// After a parasite inflated on a worker, its next this many `spawn_eager`
+/// calls spawn ordinary tasks (the parasite paper's per-spawner penalty).
+pub(crate) const EAGER_PENALTY: u32 = 10;
 
 crate::loom::thread_local! {
     static CURRENT: Cell<*const WorkerCtx> = const { Cell::new(std::ptr::null()) };
@@ -160,6 +167,7 @@ impl WorkerCtx {
             stuck_ticks: (0..workers).map(|_| Cell::new(0)).collect(),
             quiet_ticks: Cell::new(0),
             seen_total: Cell::new(0),
+            eager_penalty: Cell::new(0),
             shared,
             index,
             local,
@@ -258,6 +266,24 @@ impl WorkerCtx {
     /// stopping: retained tasks woken from other threads wait for this).
     fn release_all_retained(&self) {
         self.retained.release_all(|t| self.release_retained(t));
+    }
+
+    /// A parasite inflated here: the next `EAGER_PENALTY` `spawn_eager`
+    /// calls here spawn ordinary tasks.
+    pub(crate) fn penalize_eager(&self) {
+        self.eager_penalty.set(EAGER_PENALTY);
+    }
+
+    /// Whether a `spawn_eager` here may spawn a parasite; if not, one call
+    /// of the penalty is used up.
+    #[inline(always)]
+    pub(crate) fn take_eager_turn(&self) -> bool {
+        let left = self.eager_penalty.get();
+        if left == 0 {
+            return true;
+        }
+        self.eager_penalty.set(left - 1);
+        false
     }
 
     /// This worker's task memory.

@@ -81,6 +81,136 @@ where
         (task, handle)
     }
 
+    /// Spawns a parasite (`spawn_eager`): allocates the task, `RUNNING` for
+    /// its first poll, and runs that poll here and now, on the caller's
+    /// thread (module docs of `task`, "Parasites").
+    ///
+    /// During the inline poll the header's `shared` is a copy of `shared`
+    /// that owns no count: the caller's `shared` outlives the call, and
+    /// nothing drops the header's copy before the task outlives the call
+    /// (it goes only with the last reference, and the run holds one until
+    /// `own_runtime`, which counts it, or the fast path, which never drops
+    /// it). Off a worker of `shared`'s runtime the caller is `Handle::
+    /// spawn_eager`.
+    pub(crate) fn spawn_eager(future: F, shared: &Arc<Shared>) -> JoinHandle<F::Output> {
+        let block = Self::slab_block(shared);
+        // SAFETY: a copy that owns no count, see above.
+        let borrowed = ManuallyDrop::new(unsafe { std::ptr::read(shared) });
+        let task = Task {
+            header: Header {
+                state: TaskState::new_parasite(),
+                // The run's and the handle's, as for `allocate`.
+                refs: AtomicUsize::new(2),
+                vtable: if block.is_some() {
+                    Self::VTABLE_SLAB
+                } else {
+                    Self::VTABLE_BOX
+                },
+                registry_slot: Slot::default(),
+                retained: AtomicUsize::new(0),
+                shared: borrowed,
+            },
+            future: FutureCell::new(future),
+            join: Lock::new(JoinState {
+                output: Output::Pending,
+                waker: None,
+                waiters: None,
+            }),
+        };
+        let p = match block {
+            Some(block) => {
+                let p = block.cast::<Self>();
+                // SAFETY: a fresh block of the slab, large and aligned
+                // enough for `Self` (`slab_block`).
+                unsafe { p.write(task) };
+                p
+            }
+            None => NonNull::from(Box::leak(Box::new(task))),
+        };
+        // SAFETY: just written; the run's reference keeps it alive.
+        let this = unsafe { Self::from_header(p.cast()) };
+        // Not registered: nothing keeps the task alive but our reference,
+        // so the poll does not donate it.
+        let (result, _) = schedule::inline_poll(|| this.poll_once(p.cast(), false));
+        match result {
+            Some(output) => {
+                // SAFETY: we hold `RUNNING`.
+                let output = match unsafe { this.future.drop_future() } {
+                    Ok(()) => output,
+                    Err(p) => Err(JoinError::Panicked(p)),
+                };
+                // Acquire: pairs with the Release decrement of a waker
+                // clone dropped on another thread, whose uses of the task
+                // then come before our reuse of its memory.
+                if this.header.refs.load(crate::loom::Ordering::Acquire) == 2 {
+                    // Nobody else holds a reference (a waker cloned during
+                    // the poll was dropped since), and nobody can make one:
+                    // the task is ours alone. Taken apart with no atomic.
+                    // SAFETY: ours alone; the block came from `block`.
+                    unsafe { Self::discard_unshared(p, block.is_some()) };
+                    return JoinHandle::ready(output);
+                }
+                // A waker clone outlives the poll: the task must outlive
+                // it too, as an ordinary one that completed.
+                this.own_runtime();
+                this.complete(output);
+                // SAFETY: the run's reference, ours.
+                drop(unsafe { TaskRef::from_raw(p.cast()) });
+                let join: NonNull<dyn Joinable<F::Output>> = p;
+                // SAFETY: the handle's reference.
+                unsafe { JoinHandle::from_raw(join) }
+            }
+            None => {
+                this.own_runtime();
+                // SAFETY: the run's reference.
+                let task = unsafe { TaskRef::from_raw(p.cast()) };
+                let join: NonNull<dyn Joinable<F::Output>> = p;
+                // SAFETY: the handle's reference.
+                let handle = unsafe { JoinHandle::from_raw(join) };
+                // The end of the run, registered first as in `run`.
+                let end = |_: &TaskRef| this.header.state.end_run_pending();
+                if let Err(task) = schedule::parasite_waits(task, end) {
+                    // The runtime stopped: nobody will run it again.
+                    // SAFETY: we hold `RUNNING`.
+                    let output = match unsafe { this.future.drop_future() } {
+                        Ok(()) => Err(JoinError::Cancelled),
+                        Err(p) => Err(JoinError::Panicked(p)),
+                    };
+                    this.complete(output);
+                    drop(task);
+                }
+                handle
+            }
+        }
+    }
+
+    /// The task outlives `spawn_eager`'s call: its copy of the runtime's
+    /// `Arc` takes a count of its own (see `spawn_eager`).
+    fn own_runtime(&self) {
+        std::mem::forget(Arc::clone(&self.header.shared));
+    }
+
+    /// Takes apart a parasite that finished inline with no other reference
+    /// made: drops what is left of it but the runtime copy (which owns no
+    /// count) and gives back its memory.
+    ///
+    /// # Safety
+    ///
+    /// `p` is a `Task<F>` from `spawn_eager` that nobody else refers to,
+    /// whose future was dropped; `slab` says where its memory came from.
+    unsafe fn discard_unshared(p: NonNull<Self>, slab: bool) {
+        if slab {
+            // SAFETY: ours alone; `shared` is `ManuallyDrop` and stays.
+            unsafe { std::ptr::drop_in_place(p.as_ptr()) };
+            // SAFETY: from the slab, no longer used; the runtime that owns
+            // its page is alive (our caller's `shared`).
+            unsafe { schedule::free(p.cast()) };
+        } else {
+            // SAFETY: from `Box::leak` in `spawn_eager`; ours alone.
+            drop(unsafe { Box::from_raw(p.as_ptr()) });
+        }
+    }
+
     /// A block of the current worker's slab (`task_alloc.rs`) if this
     /// thread is a worker of `shared`'s runtime and the task fits; else the
     /// task goes to the system allocator. (Always the latter in builds for

@@ -84,12 +84,12 @@ mod state;
 mod tests;
 mod waker;
 
+#[cfg(all(loom, test))]
+pub(crate) use future_cell::FutureCell;
 pub(crate) use harness::Task;
 pub(crate) use join_state::Joinable;
 pub(crate) use raw::{IdleRun, TaskRef, abort, release};
-pub(crate) use state::TaskState;
-#[cfg(all(loom, test))]
-pub(crate) use {future_cell::FutureCell, state::AfterPoll};
+pub(crate) use state::{AfterPoll, TaskState};
 
 use super::Shared;
 use super::registry::Slot;
@@ -138,6 +138,17 @@ impl Header {
     pub(crate) fn retained(&self) -> usize {
         // Relaxed: a hint, checked against the slot it names.
         self.retained.load(Ordering::Relaxed)
+    }
+
+    /// Holder of `RUNNING`: whether the task is a parasite not inflated yet
+    /// (`rt/schedule.rs`, `inflate`).
+    pub(crate) fn is_parasite(&self) -> bool {
+        self.state.is_parasite()
+    }
+
+    /// Holder of `RUNNING`: the parasite becomes an ordinary task.
+    pub(crate) fn inflate(&self) {
+        self.state.inflate();
     }
 
     /// Set by the retaining worker (0 once it no longer retains the task).

@@ -7,6 +7,10 @@ const NOTIFIED: usize = 1;
 const RUNNING: usize = 2;
 const COMPLETE: usize = 4;
 const ABORT: usize = 8;
+/// A parasite (`spawn_eager`) not inflated yet: its yields stay on the
+/// worker that runs it until it inflates (`rt/schedule.rs`). Set at
+/// allocation; cleared once, by the holder of `RUNNING`.
+const PARASITE: usize = 16;
 
 /// The scheduling state word of a task (module docs), with its transitions.
 pub(crate) struct TaskState(AtomicUsize);
@@ -25,6 +29,29 @@ impl TaskState {
     /// pushes.
     pub(crate) fn new() -> Self {
         Self(AtomicUsize::new(RUNNING))
+    }
+
+    /// A new parasite (`spawn_eager`): `RUNNING`, owned by its inline
+    /// first poll.
+    pub(crate) fn new_parasite() -> Self {
+        Self(AtomicUsize::new(RUNNING | PARASITE))
+    }
+
+    /// Holder of `RUNNING`: whether the task is a parasite not inflated yet.
+    pub(crate) fn is_parasite(&self) -> bool {
+        // Relaxed: only the holder of `RUNNING` changes the bit (`inflate`),
+        // and it is reading its own write or one ordered before its hold.
+        self.0.load(Ordering::Relaxed) & PARASITE != 0
+    }
+
+    /// Holder of `RUNNING`: the parasite becomes an ordinary task. A
+    /// read-modify-write, as wakes (`notify`) may change the word at the
+    /// same time (loom model `loom_inflation_racing_a_wake_loses_neither`).
+    pub(crate) fn inflate(&self) {
+        // Relaxed: the bit is read only by the holder of `RUNNING`, which
+        // the queue hand-off or the state word's own AcqRel transitions
+        // order after this.
+        self.0.fetch_and(!PARASITE, Ordering::Relaxed);
     }
 
     /// A wake: takes `RUNNING` for a run queue entry if the task was idle

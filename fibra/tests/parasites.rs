@@ -1,0 +1,441 @@
+//! Parasites (`spawn_eager`): the inline first poll, suspension, panics,
+//! aborts, inflation and its penalty, use outside the runtime, and
+//! conservation under stress (every output delivered once, every future
+//! dropped once).
+
+mod common;
+
+use common::{DropCount, Rng, test_seed, with_watchdog};
+use fibra::{JoinError, Op, Runtime};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::task::{Poll, Waker};
+use std::time::Duration;
+
+fn ct() -> Runtime {
+    Runtime::builder().current_thread().build().unwrap()
+}
+
+fn mt2() -> Runtime {
+    Runtime::builder().workers(2).build().unwrap()
+}
+
+/// A body that does not wait runs to its end inside `spawn_eager`, on the
+/// caller's thread, before the call returns.
+#[test]
+fn a_body_that_does_not_wait_finishes_before_spawn_eager_returns() {
+    ct().block_on(async {
+        let me = std::thread::current().id();
+        let ran = Arc::new(AtomicBool::new(false));
+        let r = ran.clone();
+        let h = fibra::spawn_eager(async move {
+            r.store(true, Ordering::SeqCst);
+            std::thread::current().id()
+        });
+        assert!(ran.load(Ordering::SeqCst), "the body ran inline");
+        assert!(h.is_finished());
+        assert_eq!(h.await.unwrap(), me);
+    });
+}
+
+/// A body that waits in its first poll becomes an ordinary task: woken by
+/// a partner, it finishes and its handle delivers the output.
+#[test]
+fn a_body_that_waits_becomes_a_task_and_is_joined_like_one() {
+    for rt in [ct(), mt2()] {
+        rt.block_on(async {
+            let (tx, rx) = fibra::channel::<u64>();
+            let h = fibra::spawn_eager(async move { rx.recv().await.unwrap() * 2 });
+            assert!(!h.is_finished());
+            tx.send(21).await.unwrap();
+            assert_eq!(h.await.unwrap(), 42);
+        });
+    }
+}
+
+/// `join_op` works on a parasite that finished inline as on a task: in a
+/// choice, once.
+#[test]
+fn join_op_of_a_parasite_that_finished_inline_commits_in_a_choice() {
+    ct().block_on(async {
+        let (_tx, rx) = fibra::channel::<u32>();
+        let h = fibra::spawn_eager(async { 7u32 });
+        let got = fibra::choose((
+            h.join_op().wrap(|r| r.unwrap()),
+            rx.recv_op().wrap(|r| r.unwrap()),
+        ))
+        .await;
+        assert_eq!(got, 7);
+    });
+}
+
+/// A panic in the inline poll lands in the handle; the spawner goes on.
+#[test]
+fn a_panic_in_the_inline_poll_lands_in_the_handle() {
+    ct().block_on(async {
+        let h = fibra::spawn_eager(async {
+            panic!("inline boom");
+        });
+        let err: JoinError = h.await.unwrap_err();
+        assert!(err.is_panic());
+        assert_eq!(err.to_string(), "task panicked: inline boom");
+    });
+}
+
+/// A panic after the parasite suspended lands in the handle too.
+#[test]
+fn a_panic_after_suspending_lands_in_the_handle() {
+    mt2().block_on(async {
+        let (tx, rx) = fibra::channel::<()>();
+        let h = fibra::spawn_eager(async move {
+            rx.recv().await.unwrap();
+            panic!("later boom");
+        });
+        tx.send(()).await.unwrap();
+        assert!(h.await.unwrap_err().is_panic());
+    });
+}
+
+/// Aborting a suspended parasite cancels it and drops its future once;
+/// aborting one that finished inline changes nothing.
+#[test]
+fn abort_cancels_a_suspended_parasite_and_not_a_finished_one() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let d = drops.clone();
+    ct().block_on(async move {
+        let (_tx, rx) = fibra::channel::<()>();
+        let guard = DropCount::new(1, &d);
+        let h = fibra::spawn_eager(async move {
+            let _guard = guard;
+            rx.recv().await
+        });
+        h.abort();
+        assert!(h.await.unwrap_err().is_cancelled());
+        assert_eq!(d.load(Ordering::SeqCst), 1);
+
+        let done = fibra::spawn_eager(async { 3 });
+        done.abort();
+        assert_eq!(done.await.unwrap(), 3);
+    });
+    assert_eq!(drops.load(Ordering::SeqCst), 1);
+}
+
+/// A parasite whose inline poll kept a clone of its waker and then finished
+/// (the clone outlives the poll, here dropped on another thread later): its
+/// task outlives the spawn as an ordinary finished one.
+#[test]
+fn a_waker_clone_that_outlives_the_inline_poll_keeps_the_task_alive() {
+    let kept: Arc<std::sync::Mutex<Option<Waker>>> = Arc::default();
+    let k = kept.clone();
+    let v = ct().block_on(async move {
+        let h = fibra::spawn_eager(std::future::poll_fn(move |cx| {
+            *k.lock().unwrap() = Some(cx.waker().clone());
+            Poll::Ready(5)
+        }));
+        assert!(h.is_finished());
+        h.await.unwrap()
+    });
+    assert_eq!(v, 5);
+    let w = kept.lock().unwrap().take().unwrap();
+    std::thread::spawn(move || {
+        w.wake_by_ref();
+        drop(w);
+    })
+    .join()
+    .unwrap();
+}
+
+/// Every level of a recursion of parasites runs inline (fib as a tree of
+/// parasites).
+#[test]
+fn nested_parasites_compute_a_recursion() {
+    fn fib(n: u64) -> fibra::JoinHandle<u64> {
+        fibra::spawn_eager(async move {
+            if n < 2 {
+                return n;
+            }
+            let a = fib(n - 1);
+            let b = fib(n - 2);
+            a.await.unwrap() + b.await.unwrap()
+        })
+    }
+    assert_eq!(ct().block_on(async { fib(15).await.unwrap() }), 610);
+    assert_eq!(mt2().block_on(async { fib(15).await.unwrap() }), 610);
+}
+
+/// Outside a runtime, `fibra::spawn_eager` refuses with a clear message.
+#[test]
+fn spawn_eager_outside_a_runtime_says_what_to_use() {
+    let p = std::panic::catch_unwind(|| drop(fibra::spawn_eager(async {}))).unwrap_err();
+    let msg = p.downcast_ref::<&str>().copied().unwrap_or_default();
+    assert!(msg.contains("Handle::spawn_eager"), "{msg}");
+}
+
+/// `Handle::spawn_eager` from an OS thread: the first poll runs on that
+/// thread; a body that waits there goes on as a task of the runtime.
+#[test]
+fn handle_spawn_eager_from_an_os_thread_polls_there_then_runs_on_the_runtime() {
+    let rt = mt2();
+    let handle = rt.handle();
+    let (tx, rx) = fibra::channel::<u32>();
+    let (first, h) = std::thread::spawn(move || {
+        let me = std::thread::current().id();
+        let first = Arc::new(std::sync::Mutex::new(None));
+        let f = first.clone();
+        let h = handle.spawn_eager(async move {
+            *f.lock().unwrap() = Some(std::thread::current().id());
+            let v = rx.recv().await.unwrap();
+            (v, std::thread::current().id())
+        });
+        let first = first.lock().unwrap().take();
+        assert_eq!(first, Some(me), "the first poll ran on the calling thread");
+        (me, h)
+    })
+    .join()
+    .unwrap();
+    tx.send_blocking(9).unwrap();
+    let (v, later) = fibra::block_on(h).unwrap();
+    assert_eq!(v, 9);
+    assert_ne!(later, first, "the rest ran on a worker");
+}
+
+/// `Handle::spawn_eager` from a tokio task: finishes inline, or goes on as
+/// a fibra task; joined from tokio either way.
+#[test]
+fn handle_spawn_eager_from_a_tokio_task() {
+    let rt = mt2();
+    let handle = rt.handle();
+    common::tokio_ct().block_on(async move {
+        let h = handle.spawn_eager(async { 1 });
+        assert!(h.is_finished());
+        assert_eq!(h.await.unwrap(), 1);
+        let (tx, rx) = fibra::channel::<u32>();
+        let h = handle.spawn_eager(async move { rx.recv().await.unwrap() });
+        tx.send(2).await.unwrap();
+        assert_eq!(h.await.unwrap(), 2);
+    });
+}
+
+/// A parasite that yields inflates, and its worker spawns its next 10
+/// `spawn_eager` calls as ordinary tasks (not run inline), then parasites
+/// again.
+#[test]
+fn an_inflated_parasite_makes_the_next_ten_spawn_eager_calls_tasks() {
+    ct().block_on(async {
+        let long = fibra::spawn_eager(async {
+            for _ in 0..3 {
+                fibra::yield_now().await;
+            }
+        });
+        let inline: Vec<bool> = (0..11)
+            .map(|_| fibra::spawn_eager(async {}).is_finished())
+            .collect();
+        assert_eq!(inline[..10], [false; 10], "penalty: ordinary tasks");
+        assert!(inline[10], "then a parasite again");
+        long.await.unwrap();
+    });
+}
+
+/// With inflation off, a yielding parasite stays one: no penalty.
+#[test]
+fn without_inflation_a_yielding_parasite_costs_no_penalty() {
+    let rt = Runtime::builder()
+        .current_thread()
+        .parasite_inflation(false)
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let long = fibra::spawn_eager(async {
+            for _ in 0..3 {
+                fibra::yield_now().await;
+            }
+        });
+        assert!(fibra::spawn_eager(async {}).is_finished());
+        long.await.unwrap();
+    });
+}
+
+/// An inflated parasite is stealable: long yielding loops spawned as
+/// parasites by one task end up running on both workers.
+#[test]
+fn inflated_parasites_spread_to_an_idle_worker() {
+    let rt = mt2();
+    let threads = rt.block_on(async {
+        let hs: Vec<_> = (0..8)
+            .map(|_| {
+                fibra::spawn_eager(async {
+                    let mut seen = std::collections::HashSet::new();
+                    let start = std::time::Instant::now();
+                    // Compute in slices of ~0.5 ms, yielding between them,
+                    // for up to 200 ms.
+                    while start.elapsed() < Duration::from_millis(200) {
+                        let t = std::time::Instant::now();
+                        while t.elapsed() < Duration::from_micros(500) {
+                            std::hint::spin_loop();
+                        }
+                        seen.insert(std::thread::current().id());
+                        fibra::yield_now().await;
+                    }
+                    seen
+                })
+            })
+            .collect();
+        let mut all = std::collections::HashSet::new();
+        for h in hs {
+            all.extend(h.await.unwrap());
+        }
+        all
+    });
+    assert_eq!(threads.len(), 2, "both workers ran inflated parasites");
+}
+
+/// Runtime drop with suspended parasites: each is cancelled once, its
+/// future dropped once.
+#[test]
+fn shutdown_cancels_suspended_parasites_once() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let rt = mt2();
+    let (tx, rx) = fibra::channel::<()>();
+    let d = drops.clone();
+    let handles = rt.block_on(async move {
+        (0..20)
+            .map(|i| {
+                let rx = rx.clone();
+                let guard = DropCount::new(i, &d);
+                fibra::spawn_eager(async move {
+                    let _guard = guard;
+                    rx.recv().await
+                })
+            })
+            .collect::<Vec<_>>()
+    });
+    drop(rt);
+    for h in handles {
+        assert!(fibra::block_on(h).unwrap_err().is_cancelled());
+    }
+    assert_eq!(drops.load(Ordering::SeqCst), 20);
+    drop(tx);
+}
+
+/// `Handle::spawn_eager` from other threads racing the runtime's drop:
+/// every future is dropped exactly once, and every handle resolves.
+#[test]
+fn handle_spawn_eager_racing_the_runtime_drop_drops_each_future_once() {
+    for round in 0..20 {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let rt = mt2();
+        let handle = rt.handle();
+        let (tx, rx) = fibra::channel::<()>();
+        let spawners: Vec<_> = (0..2)
+            .map(|t| {
+                let handle = handle.clone();
+                let rx = rx.clone();
+                let d = drops.clone();
+                std::thread::spawn(move || {
+                    (0..50)
+                        .map(|i| {
+                            let rx = rx.clone();
+                            let guard = DropCount::new(t * 100 + i, &d);
+                            handle.spawn_eager(async move {
+                                let _guard = guard;
+                                if i % 2 == 0 {
+                                    let _ = rx.recv().await;
+                                }
+                            })
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        if round % 2 == 0 {
+            std::thread::yield_now();
+        }
+        drop(rt);
+        for s in spawners {
+            for h in s.join().unwrap() {
+                let _ = fibra::block_on(h);
+            }
+        }
+        drop(handle);
+        assert_eq!(drops.load(Ordering::SeqCst), 100, "round {round}");
+        drop(tx);
+    }
+}
+
+/// Conservation: parasites and tasks mixed, nested, with random bodies
+/// (finish at once, yield, wait on a channel, panic): every output is
+/// delivered once, every future dropped once.
+#[test]
+fn mixed_parasites_and_tasks_deliver_every_output_once() {
+    let seed = test_seed("mixed_parasites_and_tasks_deliver_every_output_once");
+    with_watchdog(
+        "parasites mixed",
+        seed,
+        Duration::from_secs(60),
+        move || {
+            let n = common::scaled(4000) as u64;
+            let drops = Arc::new(AtomicUsize::new(0));
+            let d = drops.clone();
+            let got = mt2().block_on(async move {
+                let mut rng = Rng::new(seed);
+                let (tx, rx) = fibra::channel::<u64>();
+                let mut handles = Vec::new();
+                let mut sends = Vec::new();
+                for i in 0..n {
+                    let guard = DropCount::new(i, &d);
+                    let kind = rng.below(5);
+                    let rx = rx.clone();
+                    let body = async move {
+                        let _guard = guard;
+                        match kind {
+                            0 => i,
+                            1 => {
+                                fibra::yield_now().await;
+                                i
+                            }
+                            2 => {
+                                let v = rx.recv().await.unwrap();
+                                assert_eq!(v, u64::MAX);
+                                i
+                            }
+                            3 => {
+                                // A nested parasite.
+                                fibra::spawn_eager(async move { i }).await.unwrap()
+                            }
+                            _ => panic!("body {i} panics"),
+                        }
+                    };
+                    if kind == 2 {
+                        sends.push(());
+                    }
+                    let h = if rng.chance(70) {
+                        fibra::spawn_eager(body)
+                    } else {
+                        fibra::spawn(body)
+                    };
+                    handles.push((i, kind, h));
+                }
+                for () in sends {
+                    tx.send(u64::MAX).await.unwrap();
+                }
+                let mut got = Vec::new();
+                for (i, kind, h) in handles {
+                    match h.await {
+                        Ok(v) => got.push(v),
+                        Err(e) => {
+                            assert!(kind == 4 && e.is_panic(), "body {i}: {e}");
+                            got.push(i);
+                        }
+                    }
+                }
+                got
+            });
+            common::assert_exactly_once(got, n);
+            assert_eq!(
+                drops.load(Ordering::SeqCst),
+                n as usize,
+                "futures dropped once"
+            );
+        },
+    );
+}
