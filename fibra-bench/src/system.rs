@@ -22,9 +22,9 @@ pub enum System {
     /// they block) instead of `fibra::spawn`, on fibra's multi-thread
     /// runtime with default workers (like [`Self::Fibra`]).
     FibraParasite,
-    /// `parasites/async-send`: the asynchronous send `Sender::send_async`,
-    /// on fibra's multi-thread runtime with default workers.
-    FibraSendAsync,
+    /// `parasites/inflation`: [`Self::FibraParasite`] on a runtime whose
+    /// parasites are never inflated (`Builder::parasite_inflation(false)`).
+    FibraParasiteNoInflation,
     /// `parasites/choose-all`: the library's `fibra::choose_all`, on fibra's
     /// multi-thread runtime with default workers.
     FibraChooseAll,
@@ -71,7 +71,7 @@ impl System {
             Self::FibraCt => "fibra-ct",
             Self::FibraThreads => "fibra-threads",
             Self::FibraParasite => "fibra-parasite",
-            Self::FibraSendAsync => "fibra-send-async",
+            Self::FibraParasiteNoInflation => "fibra-parasite-no-inflation",
             Self::FibraChooseAll => "fibra-choose-all",
             Self::FibraTokioCt => "fibra-tokio-ct",
             Self::FibraTokioMt => "fibra-tokio-mt",
@@ -98,7 +98,7 @@ impl System {
                 | Self::FibraCt
                 | Self::FibraThreads
                 | Self::FibraParasite
-                | Self::FibraSendAsync
+                | Self::FibraParasiteNoInflation
                 | Self::FibraChooseAll
                 | Self::FibraTokioCt
                 | Self::FibraTokioMt
@@ -130,7 +130,7 @@ impl System {
             | Self::FibraCt
             | Self::FibraThreads
             | Self::FibraParasite
-            | Self::FibraSendAsync
+            | Self::FibraParasiteNoInflation
             | Self::FibraChooseAll
             | Self::FibraTokioCt
             | Self::FibraTokioMt => &[],

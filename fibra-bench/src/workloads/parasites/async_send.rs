@@ -12,8 +12,7 @@
 //!   computation that waits for the consumer in its place. fibra's `fibra`,
 //!   `fibra-1`, `fibra-ct` rows carry it on a task (`fibra::spawn(async
 //!   move { tx.send(v).await })`), `fibra-parasite` on a parasite
-//!   (`fibra::spawn_eager`), `fibra-send-async` uses the channel's own
-//!   asynchronous send (`tx.send_async(v)`); Go `go func() { ch <- v }()`;
+//!   (`fibra::spawn_eager`); Go `go func() { ch <- v }()`;
 //!   tokio `tokio::spawn(async move { tx.send(v).await })`. Values carried
 //!   by tasks or goroutines may arrive out of order (the sum does not care).
 //!
@@ -24,7 +23,8 @@ use super::GROUP;
 #[cfg(feature = "fibra-rt")]
 use super::start::Start;
 use crate::case::{Case, Params, Spec};
-use crate::exec::{fibra_rows, tokio_join_sum};
+use crate::exec::{fibra_row, fibra_rows, tokio_join_sum};
+use crate::system::System;
 use crate::workloads::Config;
 use crate::workloads::spsc::TOKIO_NOTE;
 use crate::workloads::task_rows::{PeerNotes, task_rows};
@@ -63,7 +63,12 @@ pub fn cases(config: &Config) -> Vec<Case> {
             let fibra = match variant {
                 Variant::Sync => fibra_rows!(&spec, config, move || fibra_sync(messages)),
                 Variant::Async => {
-                    fibra_rows!(&spec, config, move || fibra_async(Start::Task, messages))
+                    let mut rows =
+                        fibra_rows!(&spec, config, move || fibra_async(Start::Task, messages));
+                    rows.push(fibra_row!(&spec, config, System::FibraParasite, move || {
+                        fibra_async(Start::Parasite, messages)
+                    }));
+                    rows
                 }
             };
             task_rows(
@@ -151,7 +156,6 @@ async fn tokio_send(variant: Variant, messages: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::system::System;
 
     const SUM: u64 = 1000 * 999 / 2;
 
@@ -170,7 +174,9 @@ mod tests {
     fn fibra_sums_both_variants() {
         let rt = fibra::Runtime::builder().workers(2).build().unwrap();
         assert_eq!(rt.block_on(fibra_sync(1000)), SUM);
-        assert_eq!(rt.block_on(fibra_async(Start::Task, 1000)), SUM);
+        for start in [Start::Task, Start::Parasite] {
+            assert_eq!(rt.block_on(fibra_async(start, 1000)), SUM);
+        }
     }
 
     #[test]

@@ -48,6 +48,9 @@ pub fn cases(config: &Config) -> Vec<Case> {
             let mut fibra = fibra_rows!(&spec, config, move || {
                 fibra_rounds(Start::Task, producers, messages)
             });
+            fibra.push(fibra_row!(&spec, config, System::FibraParasite, move || {
+                fibra_rounds(Start::Parasite, producers, messages)
+            }));
             fibra.push(fibra_row!(&spec, config, System::FibraChooseAll, move || {
                 fibra_choose_all(producers, messages)
             }));
@@ -170,7 +173,9 @@ mod tests {
     #[test]
     fn fibra_sums_every_producer() {
         let rt = fibra::Runtime::builder().workers(2).build().unwrap();
-        assert_eq!(rt.block_on(fibra_rounds(Start::Task, 3, 100)), SUM_3_OF_100);
+        for start in [Start::Task, Start::Parasite] {
+            assert_eq!(rt.block_on(fibra_rounds(start, 3, 100)), SUM_3_OF_100);
+        }
         assert_eq!(rt.block_on(fibra_choose_all(3, 100)), SUM_3_OF_100);
     }
 }

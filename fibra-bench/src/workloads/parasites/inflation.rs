@@ -17,7 +17,7 @@ use super::{GROUP, lcg_jump, lcg_steps};
 #[cfg(feature = "fibra-rt")]
 use super::start::Start;
 use crate::case::{Case, Params, Spec};
-use crate::exec::{fibra_rows, tokio_join_sum};
+use crate::exec::{fibra_row, fibra_rows, tokio_join_sum};
 use crate::system::System;
 use crate::workloads::Config;
 use crate::workloads::task_rows::{PeerNotes, task_rows};
@@ -47,11 +47,22 @@ pub fn cases(config: &Config) -> Vec<Case> {
         ops: tasks * iterations,
         expected: (0..tasks).map(|i| value(lcg_jump(i, iterations))).sum(),
     };
+    let mut fibra = fibra_rows!(&spec, config, move || {
+        fibra_loops(Start::Task, tasks, iterations)
+    });
+    fibra.push(fibra_row!(&spec, config, System::FibraParasite, move || {
+        fibra_loops(Start::Parasite, tasks, iterations)
+    }));
+    fibra.push(fibra_row!(
+        &spec,
+        config,
+        System::FibraParasiteNoInflation,
+        MultiNoInflation,
+        move || fibra_loops(Start::Parasite, tasks, iterations)
+    ));
     task_rows(
         &spec,
-        fibra_rows!(&spec, config, move || {
-            fibra_loops(Start::Task, tasks, iterations)
-        }),
+        fibra,
         move || tokio_loops(tasks, iterations),
         PeerNotes::default(),
     )
@@ -129,10 +140,15 @@ mod tests {
     #[cfg(feature = "fibra-rt")]
     #[test]
     fn fibra_sums_the_loops() {
-        let rt = fibra::Runtime::builder().workers(2).build().unwrap();
-        assert_eq!(
-            rt.block_on(fibra_loops(Start::Task, 4, 25_000)),
-            expected(4, 25_000)
-        );
+        let inflating = fibra::Runtime::builder().workers(2).build().unwrap();
+        let not_inflating = crate::exec::FibraFlavour::MultiNoInflation(Some(2)).build();
+        for rt in [&inflating, &not_inflating] {
+            for start in [Start::Task, Start::Parasite] {
+                assert_eq!(
+                    rt.block_on(fibra_loops(start, 4, 25_000)),
+                    expected(4, 25_000)
+                );
+            }
+        }
     }
 }

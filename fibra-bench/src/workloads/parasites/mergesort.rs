@@ -18,7 +18,8 @@ use super::GROUP;
 #[cfg(feature = "fibra-rt")]
 use super::start::Start;
 use crate::case::{Case, Params, Spec};
-use crate::exec::fibra_rows;
+use crate::exec::{fibra_row, fibra_rows};
+use crate::system::System;
 use crate::workloads::Config;
 use crate::workloads::task_rows::{PeerNotes, task_rows};
 
@@ -76,9 +77,13 @@ pub fn cases(config: &Config) -> Vec<Case> {
         ops: 2 * n - 1,
         expected: expected(n),
     };
+    let mut fibra = fibra_rows!(&spec, config, move || fibra_mergesort(Start::Task, n));
+    fibra.push(fibra_row!(&spec, config, System::FibraParasite, move || {
+        fibra_mergesort(Start::Parasite, n)
+    }));
     task_rows(
         &spec,
-        fibra_rows!(&spec, config, move || fibra_mergesort(Start::Task, n)),
+        fibra,
         move || tokio_mergesort(n),
         PeerNotes::default(),
     )
@@ -157,6 +162,8 @@ mod tests {
     #[test]
     fn fibra_sorts() {
         let rt = fibra::Runtime::builder().workers(2).build().unwrap();
-        assert_eq!(rt.block_on(fibra_mergesort(Start::Task, 1000)), 333_333_000);
+        for start in [Start::Task, Start::Parasite] {
+            assert_eq!(rt.block_on(fibra_mergesort(start, 1000)), 333_333_000);
+        }
     }
 }

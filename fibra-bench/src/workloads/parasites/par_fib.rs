@@ -20,7 +20,7 @@ use super::GROUP;
 #[cfg(feature = "fibra-rt")]
 use super::start::Start;
 use crate::case::{Case, Params, Spec};
-use crate::exec::fibra_rows;
+use crate::exec::{fibra_row, fibra_rows};
 use crate::system::System;
 use crate::workloads::Config;
 use crate::workloads::task_rows::{PeerNotes, task_rows};
@@ -50,9 +50,13 @@ pub fn cases(config: &Config) -> Vec<Case> {
         ops: 2 * fib(n + 1) - 1,
         expected: fib(n),
     };
+    let mut fibra = fibra_rows!(&spec, config, move || fibra_par_fib(Start::Task, n));
+    fibra.push(fibra_row!(&spec, config, System::FibraParasite, move || {
+        fibra_par_fib(Start::Parasite, n)
+    }));
     let mut rows = task_rows(
         &spec,
-        fibra_rows!(&spec, config, move || fibra_par_fib(Start::Task, n)),
+        fibra,
         move || tokio_par_fib(n),
         PeerNotes::default(),
     );
@@ -134,6 +138,8 @@ mod tests {
     #[test]
     fn fibra_computes_fib() {
         let rt = fibra::Runtime::builder().workers(2).build().unwrap();
-        assert_eq!(rt.block_on(fibra_par_fib(Start::Task, 12)), 144);
+        for start in [Start::Task, Start::Parasite] {
+            assert_eq!(rt.block_on(fibra_par_fib(start, 12)), 144);
+        }
     }
 }

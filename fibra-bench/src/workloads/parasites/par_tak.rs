@@ -22,7 +22,7 @@ use super::GROUP;
 #[cfg(feature = "fibra-rt")]
 use super::start::Start;
 use crate::case::{Case, Params, Runner, Spec};
-use crate::exec::fibra_rows;
+use crate::exec::{fibra_row, fibra_rows};
 use crate::system::System;
 use crate::workloads::Config;
 use crate::workloads::task_rows::{PeerNotes, task_rows};
@@ -61,9 +61,13 @@ pub fn cases(config: &Config) -> Vec<Case> {
         ops: calls,
         expected: value,
     };
+    let mut fibra = fibra_rows!(&spec, config, move || fibra_par_tak(Start::Task, x, y, z));
+    fibra.push(fibra_row!(&spec, config, System::FibraParasite, move || {
+        fibra_par_tak(Start::Parasite, x, y, z)
+    }));
     let mut rows = task_rows(
         &spec,
-        fibra_rows!(&spec, config, move || fibra_par_tak(Start::Task, x, y, z)),
+        fibra,
         move || tokio_par_tak(x, y, z),
         PeerNotes::default(),
     );
@@ -178,6 +182,8 @@ mod tests {
     #[test]
     fn fibra_computes_tak() {
         let rt = fibra::Runtime::builder().workers(2).build().unwrap();
-        assert_eq!(rt.block_on(fibra_par_tak(Start::Task, 12, 8, 4)), 5);
+        for start in [Start::Task, Start::Parasite] {
+            assert_eq!(rt.block_on(fibra_par_tak(start, 12, 8, 4)), 5);
+        }
     }
 }

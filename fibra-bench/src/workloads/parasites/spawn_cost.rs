@@ -15,7 +15,8 @@ use super::mix;
 #[cfg(feature = "fibra-rt")]
 use super::start::Start;
 use crate::case::{Case, Params, Spec};
-use crate::exec::{fibra_rows, tokio_join_sum};
+use crate::exec::{fibra_row, fibra_rows, tokio_join_sum};
+use crate::system::System;
 use crate::workloads::Config;
 use crate::workloads::task_rows::{PeerNotes, task_rows};
 
@@ -37,15 +38,19 @@ pub fn cases(config: &Config) -> Vec<Case> {
         ops: tasks,
         expected: (0..tasks).map(value).sum(),
     };
+    let mut fibra = fibra_rows!(&spec, config, move || fibra_spawn_cost(Start::Task, tasks));
+    fibra.push(fibra_row!(&spec, config, System::FibraParasite, move || {
+        fibra_spawn_cost(Start::Parasite, tasks)
+    }));
     let rows = task_rows(
         &spec,
-        fibra_rows!(&spec, config, move || fibra_spawn_cost(Start::Task, tasks)),
+        fibra,
         move || tokio_spawn_cost(tasks),
         PeerNotes::default(),
     );
     rows.into_iter()
         .map(|case| match case.system {
-            crate::system::System::Go => case.with_note(GO_NOTE),
+            System::Go => case.with_note(GO_NOTE),
             _ => case,
         })
         .collect()
@@ -94,9 +99,8 @@ mod tests {
     #[test]
     fn fibra_sums_what_the_computations_return() {
         let rt = fibra::Runtime::builder().workers(2).build().unwrap();
-        assert_eq!(
-            rt.block_on(fibra_spawn_cost(Start::Task, 1000)),
-            expected(1000)
-        );
+        for start in [Start::Task, Start::Parasite] {
+            assert_eq!(rt.block_on(fibra_spawn_cost(start, 1000)), expected(1000));
+        }
     }
 }

@@ -7,6 +7,8 @@
 pub enum Start {
     /// `fibra::spawn`: queued as a task.
     Task,
+    /// `fibra::spawn_eager`: a parasite, polled inline first.
+    Parasite,
 }
 
 #[cfg(feature = "fibra-rt")]
@@ -19,6 +21,7 @@ impl Start {
     {
         match self {
             Self::Task => fibra::spawn(future),
+            Self::Parasite => fibra::spawn_eager(future),
         }
     }
 }
