@@ -197,7 +197,10 @@ macro_rules! fibra_row {
         #[cfg(not(feature = "fibra-rt"))]
         let row = {
             let _ = $config;
-            $spec.on($system, $crate::case::Runner::Unavailable($crate::exec::NO_FIBRA_RT))
+            $spec.on(
+                $system,
+                $crate::case::Runner::Unavailable($crate::exec::NO_FIBRA_RT),
+            )
         };
         row
     }};

@@ -65,9 +65,12 @@ pub fn cases(config: &Config) -> Vec<Case> {
                 Variant::Async => {
                     let mut rows =
                         fibra_rows!(&spec, config, move || fibra_async(Start::Task, messages));
-                    rows.push(fibra_row!(&spec, config, System::FibraParasite, move || {
-                        fibra_async(Start::Parasite, messages)
-                    }));
+                    rows.push(fibra_row!(
+                        &spec,
+                        config,
+                        System::FibraParasite,
+                        move || { fibra_async(Start::Parasite, messages) }
+                    ));
                     rows
                 }
             };

@@ -48,12 +48,18 @@ pub fn cases(config: &Config) -> Vec<Case> {
             let mut fibra = fibra_rows!(&spec, config, move || {
                 fibra_rounds(Start::Task, producers, messages)
             });
-            fibra.push(fibra_row!(&spec, config, System::FibraParasite, move || {
-                fibra_rounds(Start::Parasite, producers, messages)
-            }));
-            fibra.push(fibra_row!(&spec, config, System::FibraChooseAll, move || {
-                fibra_choose_all(producers, messages)
-            }));
+            fibra.push(fibra_row!(
+                &spec,
+                config,
+                System::FibraParasite,
+                move || { fibra_rounds(Start::Parasite, producers, messages) }
+            ));
+            fibra.push(fibra_row!(
+                &spec,
+                config,
+                System::FibraChooseAll,
+                move || { fibra_choose_all(producers, messages) }
+            ));
             task_rows(
                 &spec,
                 fibra,

@@ -13,9 +13,9 @@
 //! is `fibra-1`'s time (tasks on one worker) over a row's time on the same
 //! machine.
 
-use super::{GROUP, lcg_jump, lcg_steps};
 #[cfg(feature = "fibra-rt")]
 use super::start::Start;
+use super::{GROUP, lcg_jump, lcg_steps};
 use crate::case::{Case, Params, Spec};
 use crate::exec::{fibra_row, fibra_rows, tokio_join_sum};
 use crate::system::System;
@@ -50,9 +50,12 @@ pub fn cases(config: &Config) -> Vec<Case> {
     let mut fibra = fibra_rows!(&spec, config, move || {
         fibra_loops(Start::Task, tasks, iterations)
     });
-    fibra.push(fibra_row!(&spec, config, System::FibraParasite, move || {
-        fibra_loops(Start::Parasite, tasks, iterations)
-    }));
+    fibra.push(fibra_row!(
+        &spec,
+        config,
+        System::FibraParasite,
+        move || { fibra_loops(Start::Parasite, tasks, iterations) }
+    ));
     fibra.push(fibra_row!(
         &spec,
         config,

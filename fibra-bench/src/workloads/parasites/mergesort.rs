@@ -78,9 +78,12 @@ pub fn cases(config: &Config) -> Vec<Case> {
         expected: expected(n),
     };
     let mut fibra = fibra_rows!(&spec, config, move || fibra_mergesort(Start::Task, n));
-    fibra.push(fibra_row!(&spec, config, System::FibraParasite, move || {
-        fibra_mergesort(Start::Parasite, n)
-    }));
+    fibra.push(fibra_row!(
+        &spec,
+        config,
+        System::FibraParasite,
+        move || { fibra_mergesort(Start::Parasite, n) }
+    ));
     task_rows(
         &spec,
         fibra,

@@ -25,6 +25,7 @@ mod mergesort;
 mod par_fib;
 mod par_tak;
 mod spawn_cost;
+#[cfg(feature = "fibra-rt")]
 mod start;
 
 use crate::case::Case;

@@ -51,15 +51,13 @@ pub fn cases(config: &Config) -> Vec<Case> {
         expected: fib(n),
     };
     let mut fibra = fibra_rows!(&spec, config, move || fibra_par_fib(Start::Task, n));
-    fibra.push(fibra_row!(&spec, config, System::FibraParasite, move || {
-        fibra_par_fib(Start::Parasite, n)
-    }));
-    let mut rows = task_rows(
+    fibra.push(fibra_row!(
         &spec,
-        fibra,
-        move || tokio_par_fib(n),
-        PeerNotes::default(),
-    );
+        config,
+        System::FibraParasite,
+        move || { fibra_par_fib(Start::Parasite, n) }
+    ));
+    let mut rows = task_rows(&spec, fibra, move || tokio_par_fib(n), PeerNotes::default());
     rows.push(
         spec.on(System::Erlang, crate::case::Runner::erlang("par-fib"))
             .with_note(ERLANG_NOTE),

@@ -52,7 +52,11 @@ pub fn tak(x: u64, y: u64, z: u64) -> (u64, u64) {
 
 /// The rows.
 pub fn cases(config: &Config) -> Vec<Case> {
-    let (x, y, z) = if config.quick { (12, 8, 4) } else { (21, 14, 7) };
+    let (x, y, z) = if config.quick {
+        (12, 8, 4)
+    } else {
+        (21, 14, 7)
+    };
     let (value, calls) = tak(x, y, z);
     let spec = Spec {
         group: GROUP,
@@ -62,9 +66,12 @@ pub fn cases(config: &Config) -> Vec<Case> {
         expected: value,
     };
     let mut fibra = fibra_rows!(&spec, config, move || fibra_par_tak(Start::Task, x, y, z));
-    fibra.push(fibra_row!(&spec, config, System::FibraParasite, move || {
-        fibra_par_tak(Start::Parasite, x, y, z)
-    }));
+    fibra.push(fibra_row!(
+        &spec,
+        config,
+        System::FibraParasite,
+        move || { fibra_par_tak(Start::Parasite, x, y, z) }
+    ));
     let mut rows = task_rows(
         &spec,
         fibra,

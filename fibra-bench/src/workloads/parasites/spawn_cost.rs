@@ -39,9 +39,12 @@ pub fn cases(config: &Config) -> Vec<Case> {
         expected: (0..tasks).map(value).sum(),
     };
     let mut fibra = fibra_rows!(&spec, config, move || fibra_spawn_cost(Start::Task, tasks));
-    fibra.push(fibra_row!(&spec, config, System::FibraParasite, move || {
-        fibra_spawn_cost(Start::Parasite, tasks)
-    }));
+    fibra.push(fibra_row!(
+        &spec,
+        config,
+        System::FibraParasite,
+        move || { fibra_spawn_cost(Start::Parasite, tasks) }
+    ));
     let rows = task_rows(
         &spec,
         fibra,
