@@ -65,10 +65,14 @@ const LCG_A: u64 = 6_364_136_223_846_793_005;
 const LCG_C: u64 = 1_442_695_040_888_963_407;
 
 /// `n` steps of the generator from `x`: a tight loop, each step depending
-/// on the last.
+/// on the last (a multiply and an add).
 pub fn lcg_steps(mut x: u64, n: u64) -> u64 {
+    // Opaque constants: with the literal constants LLVM unrolls the loop and
+    // folds every 8 steps into one (`a^8 x + c'`), which is not the loop Go
+    // runs.
+    let (a, c) = (std::hint::black_box(LCG_A), std::hint::black_box(LCG_C));
     for _ in 0..n {
-        x = x.wrapping_mul(LCG_A).wrapping_add(LCG_C);
+        x = x.wrapping_mul(a).wrapping_add(c);
     }
     x
 }
