@@ -56,8 +56,8 @@ pub mod time;
 mod wake;
 
 pub use chan::{
-    Receiver, RecvError, RecvOp, SendError, SendOp, SendTimeoutError, Sender, TryRecvError,
-    TrySendError, bounded, channel, unbounded,
+    AsyncSend, ConsumedOp, Receiver, RecvError, RecvOp, SendAsyncOp, SendError, SendOp,
+    SendTimeoutError, Sender, TryRecvError, TrySendError, bounded, channel, unbounded,
 };
 pub use mailbox::{Addr, Exit, Mailbox, Monitor, RecvTimeoutError, bounded_mailbox, mailbox};
 pub use op::{

@@ -439,3 +439,243 @@ fn mixed_parasites_and_tasks_deliver_every_output_once() {
         },
     );
 }
+
+// ---- Asynchronous sends -------------------------------------------------
+
+/// An asynchronous send on a rendezvous channel commits with nobody
+/// receiving; receivers get one sender's values in the order sent, and the
+/// receipts settle as consumed.
+#[test]
+fn async_sends_commit_at_once_and_arrive_in_order() {
+    ct().block_on(async {
+        let (tx, rx) = fibra::channel::<u32>();
+        let receipts: Vec<_> = (0..100).map(|i| tx.send_async(i)).collect();
+        assert!(receipts.iter().all(|r| !r.is_settled()));
+        for i in 0..100 {
+            assert_eq!(rx.recv().await, Ok(i));
+        }
+        for r in receipts {
+            assert_eq!(r.await, Ok(()));
+        }
+    });
+}
+
+/// Async sends, sync sends and receivers waiting already, mixed: FIFO per
+/// sender, whichever kind of send it made.
+#[test]
+fn async_and_sync_sends_of_one_sender_keep_their_order() {
+    mt2().block_on(async {
+        let (tx, rx) = fibra::channel::<u32>();
+        let producer = fibra::spawn(async move {
+            for i in 0..2000 {
+                if i % 3 == 0 {
+                    tx.send(i).await.unwrap();
+                } else {
+                    drop(tx.send_async(i));
+                }
+            }
+        });
+        for i in 0..2000 {
+            assert_eq!(rx.recv().await, Ok(i));
+        }
+        producer.await.unwrap();
+    });
+}
+
+/// Values still in flight when the last receiver goes come back through
+/// their receipts; later async sends settle as returned at once.
+#[test]
+fn async_sends_in_flight_come_back_when_the_receivers_go() {
+    ct().block_on(async {
+        let (tx, rx) = fibra::channel::<String>();
+        let mut first = tx.send_async("a".to_string());
+        let second = tx.send_async("b".to_string());
+        assert!(
+            first.consumed_op().try_perform().is_err(),
+            "not consumed yet"
+        );
+        drop(rx);
+        assert_eq!(first.await.unwrap_err().into_inner(), "a");
+        assert_eq!(second.await.unwrap_err().into_inner(), "b");
+        let late = tx.send_async("c".to_string());
+        assert!(late.is_settled());
+        assert_eq!(late.await.unwrap_err().into_inner(), "c");
+    });
+}
+
+/// The senders go, the values they sent asynchronously stay: receivers
+/// take them, then see the channel closed.
+#[test]
+fn async_sends_outlive_their_sender() {
+    let (tx, rx) = fibra::channel::<u32>();
+    drop(tx.send_async(1));
+    drop(tx.send_async(2));
+    drop(tx);
+    assert!(!rx.is_disconnected());
+    assert_eq!(rx.recv_blocking(), Ok(1));
+    assert_eq!(rx.recv_blocking(), Ok(2));
+    assert!(rx.recv_blocking().is_err());
+}
+
+/// A bounded channel with room takes the value at once (settled); once
+/// full, the value waits in the send queue and moves into the buffer when
+/// a receiver makes room.
+#[test]
+fn async_sends_on_a_bounded_channel() {
+    let (tx, rx) = fibra::bounded::<u32>(1);
+    let a = tx.send_async(1);
+    assert!(a.is_settled());
+    let b = tx.send_async(2);
+    assert!(!b.is_settled());
+    assert_eq!(rx.try_recv(), Ok(1));
+    assert!(b.is_settled(), "moved into the buffer");
+    assert_eq!(rx.try_recv(), Ok(2));
+    assert_eq!(fibra::block_on(b), Ok(()));
+}
+
+/// The op form: in a choice that another branch wins, nothing is sent;
+/// when it wins, the value is sent and the receipt comes out.
+#[test]
+fn send_async_op_sends_only_when_chosen() {
+    let (tx, rx) = fibra::channel::<u32>();
+    let lost =
+        fibra::choose_biased((fibra::always(0u32), tx.send_async_op(1).wrap(|_| 1))).perform();
+    assert_eq!(lost, 0);
+    assert_eq!(rx.try_recv(), Err(fibra::TryRecvError::Empty));
+    let receipt = fibra::choose((fibra::never(), tx.send_async_op(2))).perform();
+    assert_eq!(rx.try_recv(), Ok(2));
+    assert_eq!(fibra::block_on(receipt), Ok(()));
+}
+
+/// A receipt's `consumed_op` waits in a choice and commits when a receiver
+/// takes the value (another task); dropped while waiting, it leaves the
+/// receipt usable.
+#[test]
+fn consumed_op_commits_when_a_receiver_takes_the_value() {
+    mt2().block_on(async {
+        let (tx, rx) = fibra::channel::<u32>();
+        let (stop_tx, stop_rx) = fibra::channel::<()>();
+        let mut receipt = tx.send_async(5);
+        let consumer = fibra::spawn(async move {
+            stop_rx.recv().await.unwrap();
+            rx.recv().await
+        });
+        // Lost to a receive that commits first: the op is withdrawn.
+        let r = fibra::choose((
+            receipt.consumed_op().wrap(|_| "consumed"),
+            fibra::always("other"),
+        ))
+        .await;
+        assert_eq!(r, "other");
+        stop_tx.send(()).await.unwrap();
+        assert_eq!(receipt.consumed_op().await, Ok(()));
+        assert_eq!(consumer.await.unwrap(), Ok(5));
+    });
+}
+
+/// Conservation: async senders (receipts kept or dropped at random),
+/// receivers cancelled at random (some after a sender committed to them),
+/// and the receiving side closed part-way: every value is received once,
+/// comes back through its receipt once, or (buffered at the close, which
+/// drops what a channel buffers) is dropped once.
+#[test]
+fn async_sends_with_cancelled_receivers_and_close_lose_nothing() {
+    use common::{Ledger, Msg, allow_all_drops};
+    let seed = test_seed("async_sends_with_cancelled_receivers_and_close_lose_nothing");
+    with_watchdog("async sends", seed, Duration::from_secs(60), move || {
+        let rounds = common::scaled(20);
+        for round in 0..rounds {
+            let seed = seed.wrapping_add(round as u64);
+            let senders = 3u32;
+            let per = 200u32;
+            let ledger = Ledger::new((senders * per) as usize);
+            let l = ledger.clone();
+            mt2().block_on(async move {
+                let mut rng = Rng::new(seed);
+                let cap = [0, 0, 1, 4][rng.below(4)];
+                let (tx, rx) = fibra::bounded::<Msg>(cap);
+                let close_after = rng.below((senders * per) as usize);
+                let mut sending = Vec::new();
+                for s in 0..senders {
+                    let tx = tx.clone();
+                    let l = l.clone();
+                    let keep = rng.chance(50);
+                    sending.push(fibra::spawn(async move {
+                        let mut receipts = Vec::new();
+                        for i in 0..per {
+                            let r = tx.send_async(Msg::new(s * per + i, &l));
+                            if keep {
+                                receipts.push(r);
+                            } else {
+                                // Dropped: a value that already came back
+                                // drops with it (the sender gave up on it);
+                                // one returned later drops at the close.
+                                allow_all_drops(|| drop(r));
+                            }
+                            if i % 16 == 0 {
+                                fibra::yield_now().await;
+                            }
+                        }
+                        // What came back is accounted here.
+                        for r in receipts {
+                            if let Err(e) = r.await {
+                                e.into_inner().returned();
+                            }
+                        }
+                    }));
+                }
+                drop(tx);
+                let receivers: Vec<_> = (0..2)
+                    .map(|k| {
+                        let rx = rx.clone();
+                        let mut rng = Rng::new(seed ^ (k + 1));
+                        fibra::spawn(async move {
+                            let mut got = 0usize;
+                            loop {
+                                if got >= close_after / 2 {
+                                    break;
+                                }
+                                if rng.chance(20) {
+                                    // Cancelled receive: maybe after a
+                                    // sender committed to it (the value
+                                    // goes back to the channel).
+                                    let t = Duration::from_micros(rng.below(50) as u64);
+                                    match fibra::time::timeout(rx.recv_op(), t).await {
+                                        Ok(Ok(m)) => {
+                                            m.received();
+                                            got += 1;
+                                        }
+                                        Ok(Err(_)) => break,
+                                        Err(_) => {}
+                                    }
+                                    continue;
+                                }
+                                match rx.recv().await {
+                                    Ok(m) => {
+                                        m.received();
+                                        got += 1;
+                                    }
+                                    Err(_) => break,
+                                }
+                            }
+                            allow_all_drops(|| drop(rx));
+                        })
+                    })
+                    .collect();
+                for r in receivers {
+                    r.await.unwrap();
+                }
+                // The last receiver: what the channel buffers drops here,
+                // and what waits in its send queue comes back.
+                allow_all_drops(|| drop(rx));
+                for s in sending {
+                    s.await.unwrap();
+                }
+            });
+            allow_all_drops(|| drop(ledger.clone()));
+            ledger
+                .verify(0..senders * per)
+                .unwrap_or_else(|e| panic!("round {round} (seed {seed}): {e}"));
+        }
+    });
+}

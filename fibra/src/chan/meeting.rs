@@ -340,7 +340,8 @@ impl<T> Chan<T> {
 
     pub(crate) fn is_disconnected_for_receivers(&self) -> bool {
         let st = self.lock();
-        st.tx_gone() && st.buf.is_empty()
+        // Asynchronous sends may wait in `sendq` after the senders went.
+        st.tx_gone() && st.buf.is_empty() && st.sendq.is_empty()
     }
 
     pub(crate) fn is_disconnected_for_senders(&self) -> bool {

@@ -15,6 +15,11 @@
 //! | now or never | [`Sender::try_send`] | [`Receiver::try_recv`] |
 //! | OS thread (parks) | [`Sender::send_blocking`] | [`Receiver::recv_blocking`] |
 //!
+//! and a send may also be *asynchronous* ([`Sender::send_async`],
+//! [`Sender::send_async_op`]: ACML's `aSendEvt`): it commits at once, even
+//! on a rendezvous channel, and its [`AsyncSend`] receipt says when a
+//! receiver took the value, or gives it back if every receiver went first.
+//!
 //! [`Receiver`] is a `futures_core::Stream` and [`Sender`] a
 //! `futures_sink::Sink`.
 //!
@@ -27,12 +32,14 @@
 //! committed to it (possible when a foreign `select!` races it) gives the
 //! value back to the channel, ahead of everything else.
 
+mod async_send;
 mod errors;
 mod meeting;
 mod ops;
 mod send_recv_futures;
 mod stream;
 
+pub use async_send::{AsyncSend, ConsumedOp, SendAsyncOp};
 pub use errors::{RecvError, SendError, SendTimeoutError, TryRecvError, TrySendError};
 pub use ops::{RecvOp, SendOp};
 pub use send_recv_futures::{Recv, Send};
@@ -144,6 +151,57 @@ impl<T> Sender<T> {
     /// ```
     pub fn send_op(&self, value: T) -> SendOp<'_, T> {
         SendOp::new(ChanRef::borrowed(&self.chan), value)
+    }
+
+    /// Sends `value` asynchronously (ACML's `aSendEvt`): the send commits
+    /// at once, without waiting for a receiver, even on a rendezvous
+    /// channel. The value goes to a waiting receiver or into the buffer's
+    /// room now, or else waits in the channel's send queue, carried by a
+    /// small record, where receivers take it in FIFO order with the other
+    /// sends: the asynchronous sends of one sender arrive in the order they
+    /// were made.
+    ///
+    /// The [`AsyncSend`] receipt tells when the value was consumed, or gives
+    /// it back if every receiver goes before anyone takes it (then, as for
+    /// any send, `Err(SendError(value))`); drop it to fire and forget. A
+    /// value the receiving side never takes drops with it, like a buffered
+    /// one.
+    ///
+    /// ```
+    /// # futures::executor::block_on(async {
+    /// let (tx, rx) = fibra::channel::<u32>();
+    /// for i in 0..3 {
+    ///     drop(tx.send_async(i)); // never waits
+    /// }
+    /// for i in 0..3 {
+    ///     assert_eq!(rx.recv().await, Ok(i));
+    /// }
+    /// # });
+    /// ```
+    pub fn send_async(&self, value: T) -> AsyncSend<T>
+    where
+        T: std::marker::Send,
+    {
+        self.chan.send_detached(value)
+    }
+
+    /// The op of an asynchronous send, for choices: always ready, and
+    /// committing it sends `value` as [`Sender::send_async`] does, yielding
+    /// the receipt. In a choice that another branch wins, nothing is sent.
+    ///
+    /// ```
+    /// use fibra::{Op, choose_biased};
+    ///
+    /// let (tx, rx) = fibra::channel::<u8>();
+    /// let (_tx2, rx2) = fibra::channel::<u8>();
+    /// // Nothing to receive on `rx2`: the asynchronous send commits.
+    /// let sent = choose_biased((rx2.recv_op().wrap(|_| None), tx.send_async_op(9).wrap(Some)))
+    ///     .perform();
+    /// assert!(sent.is_some());
+    /// assert_eq!(rx.try_recv(), Ok(9));
+    /// ```
+    pub fn send_async_op(&self, value: T) -> SendAsyncOp<'_, T> {
+        SendAsyncOp::new(&self.chan, value)
     }
 
     /// Sends `value` only if that can happen now: a receiver is waiting

@@ -259,10 +259,12 @@ impl Shared {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        if !schedule::eager_allowed(self) {
-            return self.spawn(future);
-        }
-        Task::spawn_eager(future, self)
+        schedule::spawn_eager(
+            self,
+            future,
+            |future, site| Task::spawn_eager(future, self, site),
+            |future| self.spawn(future),
+        )
     }
 
     /// Every worker has stopped: cancels what is left (shutdown).

@@ -117,14 +117,66 @@ fn inflate(task: TaskRef) {
     }
 }
 
-/// Whether `spawn_eager` on this thread should spawn a parasite: not on a
-/// worker of `shared`'s runtime that a parasite inflated on recently
-/// (`inflate`), which takes one from its penalty count instead.
-#[inline]
-pub(crate) fn eager_allowed(shared: &Arc<Shared>) -> bool {
-    with_current(|ctx| match ctx {
-        Some(ctx) if Arc::ptr_eq(&ctx.shared, shared) => ctx.take_eager_turn(),
-        _ => true,
+/// Where a `spawn_eager` runs: the current thread, a worker of the task's
+/// runtime or not. Looked up once per spawn (the inline poll's memory comes
+/// from this worker's slab and goes back to it).
+pub(crate) struct EagerSite<'a> {
+    heap: Option<&'a task_alloc::Heap>,
+}
+
+impl EagerSite<'_> {
+    /// A block for a parasite of `layout` from this worker's slab; `None`:
+    /// use the system allocator (off the runtime's workers, a task too
+    /// large, or the AddressSanitizer and loom builds, as for `alloc`).
+    #[inline(always)]
+    pub(crate) fn alloc(&self, layout: Layout) -> Option<NonNull<u8>> {
+        if cfg!(any(loom, fibra_system_alloc)) {
+            return None;
+        }
+        let class = task_alloc::class_of(layout)?;
+        // SAFETY: `heap` is this thread's worker's.
+        unsafe { self.heap?.alloc_eager(class) }
+    }
+
+    /// Gives back a block of `layout` from [`EagerSite::alloc`], on the
+    /// same thread, whose parasite finished inline: kept aside for the
+    /// next one (`task_alloc.rs`).
+    ///
+    /// # Safety
+    ///
+    /// `block` came from this site's `alloc` for `layout` and is no longer
+    /// used.
+    #[inline(always)]
+    pub(crate) unsafe fn free(&self, block: NonNull<u8>, layout: Layout) {
+        match (self.heap, task_alloc::class_of(layout)) {
+            // SAFETY: the caller's contract; `heap` is this thread's
+            // worker's, the block's page owner.
+            (Some(heap), Some(class)) => unsafe { heap.free_eager(block, class) },
+            _ => unreachable!("an eager block without a slab"),
+        }
+    }
+}
+
+/// A `spawn_eager` of `future` on this thread: `parasite` spawns it as a
+/// parasite at the site, unless this is a worker of `shared`'s runtime that a parasite
+/// inflated on recently (`inflate`), which uses up one call of its
+/// penalty and spawns an `ordinary` task instead.
+#[inline(always)]
+pub(crate) fn spawn_eager<F, R>(
+    shared: &Arc<Shared>,
+    future: F,
+    parasite: impl FnOnce(F, EagerSite<'_>) -> R,
+    ordinary: impl FnOnce(F) -> R,
+) -> R {
+    with_current(|ctx| {
+        let here = ctx.filter(|c| Arc::ptr_eq(&c.shared, shared));
+        if here.is_some_and(|c| !c.take_eager_turn()) {
+            return ordinary(future);
+        }
+        let site = EagerSite {
+            heap: here.map(WorkerCtx::heap),
+        };
+        parasite(future, site)
     })
 }
 

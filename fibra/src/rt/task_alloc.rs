@@ -20,6 +20,12 @@
 //!   runtime's `Shared`): per size class, the *current* page it allocates
 //!   from and a list of its other pages with blocks in use; and up to
 //!   `SPARE_MAX` empty pages kept for reuse.
+//! * A block of a parasite that finished in its inline poll (`spawn_eager`)
+//!   is kept aside, one at a time, for the next parasite of its size class
+//!   ([`Heap::alloc_eager`]): a spawn and a free that cancel out cost a
+//!   few instructions, not a list push and pop. It counts as in use in
+//!   its page until it goes back to the page's list (the next eager free
+//!   of another class, or `trim`).
 //! * A block freed by its heap's worker goes on its page's local free list;
 //!   freed by any other thread, on the page's *remote* list ([`RemoteFree`]),
 //!   which the owner takes whole when it needs room.
@@ -218,6 +224,9 @@ struct Class {
 struct HeapInner {
     classes: [Class; CLASSES],
     spare: Vec<*mut Page>,
+    /// A block kept aside for the next parasite (module docs), and its
+    /// size class.
+    eager: Option<(NonNull<u8>, usize)>,
 }
 
 /// A worker's task memory (module docs).
@@ -257,6 +266,7 @@ impl Heap {
                     tail: ptr::null_mut(),
                 }),
                 spare: Vec::new(),
+                eager: None,
             }),
             remote_freed: AtomicBool::new(false),
         }
@@ -288,6 +298,43 @@ impl Heap {
         }
         self.refill(inner, class)?;
         Page::take(inner.classes[class].current)
+    }
+
+    /// A block for a parasite's inline poll: the one kept aside
+    /// ([`free_eager`](Self::free_eager)) if of `class`, else as `alloc`.
+    ///
+    /// # Safety
+    ///
+    /// The caller is this heap's worker.
+    #[inline(always)]
+    pub(crate) unsafe fn alloc_eager(&self, class: usize) -> Option<NonNull<u8>> {
+        // SAFETY: the caller's contract.
+        let inner = unsafe { self.inner() };
+        match inner.eager {
+            Some((b, c)) if c == class => {
+                inner.eager = None;
+                Some(b)
+            }
+            // SAFETY: the caller's contract (`inner` is not used again).
+            _ => unsafe { self.alloc(class) },
+        }
+    }
+
+    /// Gives back a block of `class` from [`alloc_eager`](Self::alloc_eager)
+    /// whose parasite finished inline: kept aside for the next one, the one
+    /// kept before going back to its page.
+    ///
+    /// # Safety
+    ///
+    /// The caller is this heap's worker, and the block is no longer used.
+    #[inline(always)]
+    pub(crate) unsafe fn free_eager(&self, block: NonNull<u8>, class: usize) {
+        // SAFETY: the caller's contract.
+        let inner = unsafe { self.inner() };
+        if let Some((old, _)) = inner.eager.replace((block, class)) {
+            // SAFETY: ours, no longer used; `inner` is not used again.
+            unsafe { self.free_local(Page::of(old.as_ptr()), old.as_ptr()) };
+        }
     }
 
     /// The current page of `class` is full (or missing): makes one with
@@ -439,6 +486,11 @@ impl Heap {
     ///
     /// The caller is this heap's worker.
     pub(crate) unsafe fn trim(&self) {
+        // SAFETY: the caller's contract; the borrow ends here.
+        if let Some((b, _)) = unsafe { self.inner() }.eager.take() {
+            // SAFETY: the block kept aside is ours and unused.
+            unsafe { self.free_local(Page::of(b.as_ptr()), b.as_ptr()) };
+        }
         // Acquire: pairs with the Release store of a remote free that set
         // the flag after pushing onto a page's list.
         if !self.remote_freed.load(Ordering::Relaxed)
@@ -447,7 +499,7 @@ impl Heap {
             return;
         }
         // SAFETY: the caller's contract.
-        let HeapInner { classes, spare } = unsafe { self.inner() };
+        let HeapInner { classes, spare, .. } = unsafe { self.inner() };
         for c in classes.iter_mut() {
             let mut p = c.head;
             while !p.is_null() {

@@ -132,6 +132,9 @@ pub(crate) struct WorkerCtx {
     /// worker asleep.
     quiet_ticks: Cell<u32>,
     seen_total: Cell<usize>,
+    /// This worker's heap (`shared.heaps[index]`), at hand: every spawn
+    /// and free on the worker looks it up.
+    heap: NonNull<super::task_alloc::Heap>,
     /// `spawn_eager` calls left that spawn ordinary tasks, after a parasite
     /// inflated here (`schedule::inflate`).
     eager_penalty: Cell<u32>,
@@ -168,6 +171,7 @@ impl WorkerCtx {
             quiet_ticks: Cell::new(0),
             seen_total: Cell::new(0),
             eager_penalty: Cell::new(0),
+            heap: NonNull::from(&shared.heaps[index]),
             shared,
             index,
             local,
@@ -287,8 +291,10 @@ impl WorkerCtx {
     }
 
     /// This worker's task memory.
+    #[inline(always)]
     pub(crate) fn heap(&self) -> &super::task_alloc::Heap {
-        &self.shared.heaps[self.index]
+        // SAFETY: it points into `self.shared`, which outlives `self`.
+        unsafe { self.heap.as_ref() }
     }
 
     /// Gives back the local queue (current-thread flavour, between

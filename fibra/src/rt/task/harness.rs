@@ -92,40 +92,45 @@ where
     /// `own_runtime`, which counts it, or the fast path, which never drops
     /// it). Off a worker of `shared`'s runtime the caller is `Handle::
     /// spawn_eager`.
-    pub(crate) fn spawn_eager(future: F, shared: &Arc<Shared>) -> JoinHandle<F::Output> {
-        let block = Self::slab_block(shared);
-        // SAFETY: a copy that owns no count, see above.
-        let borrowed = ManuallyDrop::new(unsafe { std::ptr::read(shared) });
-        let task = Task {
-            header: Header {
-                state: TaskState::new_parasite(),
-                // The run's and the handle's, as for `allocate`.
-                refs: AtomicUsize::new(2),
-                vtable: if block.is_some() {
-                    Self::VTABLE_SLAB
-                } else {
-                    Self::VTABLE_BOX
-                },
-                registry_slot: Slot::default(),
-                retained: AtomicUsize::new(0),
-                shared: borrowed,
-            },
-            future: FutureCell::new(future),
-            join: Lock::new(JoinState {
-                output: Output::Pending,
-                waker: None,
-                waiters: None,
-            }),
-        };
-        let p = match block {
-            Some(block) => {
-                let p = block.cast::<Self>();
-                // SAFETY: a fresh block of the slab, large and aligned
-                // enough for `Self` (`slab_block`).
-                unsafe { p.write(task) };
-                p
+    pub(crate) fn spawn_eager(
+        future: F,
+        shared: &Arc<Shared>,
+        site: schedule::EagerSite<'_>,
+    ) -> JoinHandle<F::Output> {
+        let block = site.alloc(std::alloc::Layout::new::<Self>());
+        let slab = block.is_some();
+        let p: NonNull<Self> = match block {
+            Some(block) => block.cast(),
+            None => {
+                NonNull::from(Box::leak(Box::<std::mem::MaybeUninit<Self>>::new_uninit())).cast()
             }
-            None => NonNull::from(Box::leak(Box::new(task))),
+        };
+        // SAFETY: a fresh block of the slab (large and aligned enough for
+        // `Self`, `slab_block`) or of the system allocator, for `Self`.
+        // Written in place: the future is not copied twice.
+        unsafe {
+            p.write(Task {
+                header: Header {
+                    state: TaskState::new_parasite(),
+                    // The run's and the handle's, as for `allocate`.
+                    refs: AtomicUsize::new(2),
+                    vtable: if slab {
+                        Self::VTABLE_SLAB
+                    } else {
+                        Self::VTABLE_BOX
+                    },
+                    registry_slot: Slot::default(),
+                    retained: AtomicUsize::new(0),
+                    // A copy that owns no count, see above.
+                    shared: ManuallyDrop::new(std::ptr::read(shared)),
+                },
+                future: FutureCell::new(future),
+                join: Lock::new(JoinState {
+                    output: Output::Pending,
+                    waker: None,
+                    waiters: None,
+                }),
+            })
         };
         // SAFETY: just written; the run's reference keeps it alive.
         let this = unsafe { Self::from_header(p.cast()) };
@@ -147,7 +152,7 @@ where
                     // the poll was dropped since), and nobody can make one:
                     // the task is ours alone. Taken apart with no atomic.
                     // SAFETY: ours alone; the block came from `block`.
-                    unsafe { Self::discard_unshared(p, block.is_some()) };
+                    unsafe { Self::discard_unshared(p, slab, &site) };
                     return JoinHandle::ready(output);
                 }
                 // A waker clone outlives the poll: the task must outlive
@@ -198,15 +203,18 @@ where
     ///
     /// `p` is a `Task<F>` from `spawn_eager` that nobody else refers to,
     /// whose future was dropped; `slab` says where its memory came from.
-    unsafe fn discard_unshared(p: NonNull<Self>, slab: bool) {
+    unsafe fn discard_unshared(p: NonNull<Self>, slab: bool, site: &schedule::EagerSite<'_>) {
         if slab {
-            // SAFETY: ours alone; `shared` is `ManuallyDrop` and stays.
-            unsafe { std::ptr::drop_in_place(p.as_ptr()) };
-            // SAFETY: from the slab, no longer used; the runtime that owns
-            // its page is alive (our caller's `shared`).
-            unsafe { schedule::free(p.cast()) };
+            // Nothing left to drop: the header holds nothing but the
+            // uncounted runtime copy, the future cell is empty, and the
+            // join state is as `spawn_eager` wrote it (only a handle, which
+            // this task never had, or `complete` change it).
+            // SAFETY: from the site's slab, no longer used; the runtime
+            // that owns its page is alive (our caller's `shared`).
+            unsafe { site.free(p.cast(), std::alloc::Layout::new::<Self>()) };
         } else {
-            // SAFETY: from `Box::leak` in `spawn_eager`; ours alone.
+            // SAFETY: from `Box::leak` in `spawn_eager`, for a `Self`;
+            // ours alone. (`shared` is `ManuallyDrop` and stays.)
             drop(unsafe { Box::from_raw(p.as_ptr()) });
         }
     }
