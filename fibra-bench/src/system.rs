@@ -22,6 +22,10 @@ pub enum System {
     /// they block) instead of `fibra::spawn`, on fibra's multi-thread
     /// runtime with default workers (like [`Self::Fibra`]).
     FibraParasite,
+    /// `parasites/async-send`: the channel's own asynchronous send
+    /// (`Sender::send_async`), on fibra's multi-thread runtime with default
+    /// workers.
+    FibraSendAsync,
     /// `parasites/inflation`: [`Self::FibraParasite`] on a runtime whose
     /// parasites are never inflated (`Builder::parasite_inflation(false)`).
     FibraParasiteNoInflation,
@@ -71,6 +75,7 @@ impl System {
             Self::FibraCt => "fibra-ct",
             Self::FibraThreads => "fibra-threads",
             Self::FibraParasite => "fibra-parasite",
+            Self::FibraSendAsync => "fibra-send-async",
             Self::FibraParasiteNoInflation => "fibra-parasite-no-inflation",
             Self::FibraChooseAll => "fibra-choose-all",
             Self::FibraTokioCt => "fibra-tokio-ct",
@@ -98,6 +103,7 @@ impl System {
                 | Self::FibraCt
                 | Self::FibraThreads
                 | Self::FibraParasite
+                | Self::FibraSendAsync
                 | Self::FibraParasiteNoInflation
                 | Self::FibraChooseAll
                 | Self::FibraTokioCt
@@ -130,6 +136,7 @@ impl System {
             | Self::FibraCt
             | Self::FibraThreads
             | Self::FibraParasite
+            | Self::FibraSendAsync
             | Self::FibraParasiteNoInflation
             | Self::FibraChooseAll
             | Self::FibraTokioCt

@@ -53,6 +53,7 @@ fn colour(system: System) -> &'static str {
         System::FibraCt => "#6baed6",
         System::FibraThreads => "#2171b5",
         System::FibraParasite => "#084594",
+        System::FibraSendAsync => "#2b8cbe",
         System::FibraParasiteNoInflation => "#4292c6",
         System::FibraChooseAll => "#c6dbef",
         System::FibraTokioCt => "#4eb3d3",

@@ -12,7 +12,9 @@
 //!   computation that waits for the consumer in its place. fibra's `fibra`,
 //!   `fibra-1`, `fibra-ct` rows carry it on a task (`fibra::spawn(async
 //!   move { tx.send(v).await })`), `fibra-parasite` on a parasite
-//!   (`fibra::spawn_eager`); Go `go func() { ch <- v }()`;
+//!   (`fibra::spawn_eager`), `fibra-send-async` uses the channel's own
+//!   asynchronous send (`drop(tx.send_async(v))`: the value waits in the
+//!   channel's send queue in a small record, no task); Go `go func() { ch <- v }()`;
 //!   tokio `tokio::spawn(async move { tx.send(v).await })`. Values carried
 //!   by tasks or goroutines may arrive out of order (the sum does not care).
 //!
@@ -70,6 +72,12 @@ pub fn cases(config: &Config) -> Vec<Case> {
                         config,
                         System::FibraParasite,
                         move || { fibra_async(Start::Parasite, messages) }
+                    ));
+                    rows.push(fibra_row!(
+                        &spec,
+                        config,
+                        System::FibraSendAsync,
+                        move || { fibra_send_async(messages) }
                     ));
                     rows
                 }
@@ -129,6 +137,21 @@ async fn fibra_async(start: Start, messages: u64) -> u64 {
     crate::exec::fibra_join_sum([consumer, producer]).await
 }
 
+/// fibra, `async` with the channel's own asynchronous send, its receipts
+/// dropped (the consumer's sum is the check).
+#[cfg(feature = "fibra-rt")]
+async fn fibra_send_async(messages: u64) -> u64 {
+    let (tx, rx) = fibra::channel::<u64>();
+    let consumer = fibra::spawn(fibra_consume(rx, messages));
+    let producer = fibra::spawn(async move {
+        for i in 0..messages {
+            drop(tx.send_async(i));
+        }
+        0
+    });
+    crate::exec::fibra_join_sum([consumer, producer]).await
+}
+
 /// tokio: `mpsc::channel(1)`; `async` carries every send on a task.
 async fn tokio_send(variant: Variant, messages: u64) -> u64 {
     let (tx, mut rx) = tokio::sync::mpsc::channel::<u64>(1);
@@ -180,6 +203,7 @@ mod tests {
         for start in [Start::Task, Start::Parasite] {
             assert_eq!(rt.block_on(fibra_async(start, 1000)), SUM);
         }
+        assert_eq!(rt.block_on(fibra_send_async(1000)), SUM);
     }
 
     #[test]
