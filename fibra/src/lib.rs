@@ -68,7 +68,7 @@ pub use rt::{
     Builder, Handle, JoinError, JoinHandle, JoinOp, Runtime, run, spawn, spawn_actor,
     spawn_blocking, spawn_eager, yield_now,
 };
-pub use select::{WaitUntil, choose_all};
+pub use select::{ChooseAll, WaitUntil, choose_all};
 pub use sync::{
     AcquireError, AcquireOp, GetOp, IVar, LockOp, MVar, Mutex, MutexGuard, NotifiedOp, Notify,
     Permit, PutOp, Semaphore, TakeOp, TryAcquireError,

@@ -679,3 +679,141 @@ fn async_sends_with_cancelled_receivers_and_close_lose_nothing() {
         }
     });
 }
+
+// ---- choose_all as an op ------------------------------------------------
+
+/// `choose_all` composes: built by a guard at perform time, mapped by a
+/// wrap, awaited directly.
+#[test]
+fn choose_all_composes_with_guard_and_wrap() {
+    mt2().block_on(async {
+        let (tx, rx) = fibra::bounded::<u32>(4);
+        let producer = fibra::spawn(async move {
+            for i in 1..=4 {
+                tx.send(i).await.unwrap();
+            }
+        });
+        let built = Arc::new(AtomicUsize::new(0));
+        let b = built.clone();
+        let rx = &rx;
+        let sum = fibra::guard(move || {
+            b.fetch_add(1, Ordering::SeqCst);
+            fibra::choose_all((0..4).map(|_| rx.recv_op()))
+                .wrap(|got| got.into_iter().map(Result::unwrap).sum::<u32>())
+        })
+        .await;
+        assert_eq!(sum, 10);
+        assert_eq!(built.load(Ordering::SeqCst), 1);
+        producer.await.unwrap();
+    });
+}
+
+/// The parts wait concurrently: values arrive in the reverse order of the
+/// parts, and each lands in its own part's place.
+#[test]
+fn choose_all_parts_wait_concurrently() {
+    mt2().block_on(async {
+        let chans: Vec<_> = (0..8).map(|_| fibra::channel::<usize>()).collect();
+        let txs: Vec<_> = chans.iter().map(|(tx, _)| tx.clone()).collect();
+        let producer = fibra::spawn(async move {
+            for (i, tx) in txs.iter().enumerate().rev() {
+                tx.send(i).await.unwrap();
+            }
+        });
+        let got = fibra::choose_all(chans.iter().map(|(_, rx)| rx.recv_op())).await;
+        let got: Vec<usize> = got.into_iter().map(Result::unwrap).collect();
+        assert_eq!(got, (0..8).collect::<Vec<_>>());
+        producer.await.unwrap();
+    });
+}
+
+/// A `choose_all` that loses a choice to a timeout: parts that received
+/// give their values back to their channels; a part that joined leaves
+/// the output with its handle; waiting parts take nothing later.
+#[test]
+fn a_choose_all_that_loses_gives_back_what_its_parts_took() {
+    ct().block_on(async {
+        let (tx_a, rx_a) = fibra::bounded::<u32>(1);
+        let (tx_b, rx_b) = fibra::bounded::<u32>(1);
+        tx_a.send(1).await.unwrap();
+        let h = fibra::spawn_eager(async { 7u32 });
+        let r = fibra::choose((
+            fibra::choose_all([
+                rx_a.recv_op().wrap(|r| r.unwrap()).boxed(),
+                h.join_op().wrap(|r| r.unwrap()).boxed(),
+                rx_b.recv_op().wrap(|r| r.unwrap()).boxed(),
+            ])
+            .wrap(Some),
+            fibra::time::after(Duration::from_millis(5)).wrap(|_| None),
+        ))
+        .await;
+        assert_eq!(r, None);
+        assert_eq!(rx_a.try_recv(), Ok(1), "the received value came back");
+        assert_eq!(h.await.unwrap(), 7, "the join's output stayed");
+        tx_b.send(2).await.unwrap();
+        assert_eq!(rx_b.try_recv(), Ok(2), "the waiting part took nothing");
+    });
+}
+
+/// Conservation under cancellation: consumers run `choose_all`s over
+/// random channels, each racing a random timeout; producers send a known
+/// set. Every value is received exactly once (by a `choose_all` that
+/// completed, or by the final drain), none lost or duplicated.
+#[test]
+fn choose_all_racing_timeouts_loses_no_value() {
+    let seed = test_seed("choose_all_racing_timeouts_loses_no_value");
+    with_watchdog("choose_all", seed, Duration::from_secs(60), move || {
+        let n = common::scaled(3000) as u64;
+        let got = mt2().block_on(async move {
+            let chans: Arc<Vec<_>> = Arc::new((0..4).map(|_| fibra::bounded::<u64>(2)).collect());
+            let producers: Vec<_> = (0..4)
+                .map(|p| {
+                    let chans = chans.clone();
+                    fibra::spawn(async move {
+                        for v in (p..n).step_by(4) {
+                            chans[(v as usize / 4) % 4].0.send(v).await.unwrap();
+                        }
+                    })
+                })
+                .collect();
+            let done = Arc::new(AtomicBool::new(false));
+            let consumers: Vec<_> = (0..3)
+                .map(|c| {
+                    let chans = chans.clone();
+                    let done = done.clone();
+                    fibra::spawn(async move {
+                        let mut rng = Rng::new(seed ^ (c + 7));
+                        let mut got = Vec::new();
+                        while !done.load(Ordering::SeqCst) {
+                            let k = 1 + rng.below(3);
+                            let parts = (0..k)
+                                .map(|_| chans[rng.below(4)].1.recv_op())
+                                .collect::<Vec<_>>();
+                            let t = Duration::from_micros(rng.below(300) as u64);
+                            if let Ok(vs) = fibra::time::timeout(fibra::choose_all(parts), t).await
+                            {
+                                got.extend(vs.into_iter().map(Result::unwrap));
+                            }
+                        }
+                        got
+                    })
+                })
+                .collect();
+            for p in producers {
+                p.await.unwrap();
+            }
+            done.store(true, Ordering::SeqCst);
+            let mut got = Vec::new();
+            for c in consumers {
+                got.extend(c.await.unwrap());
+            }
+            for (_, rx) in chans.iter() {
+                while let Ok(v) = rx.try_recv() {
+                    got.push(v);
+                }
+            }
+            got
+        });
+        common::assert_exactly_once(got, n);
+    });
+}

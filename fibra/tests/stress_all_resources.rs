@@ -737,7 +737,7 @@ fn consume_blocking(
                 let ops = candidates(sh, &mut mb, &joins, &mut rng, false);
                 let mut ops = timed(ops, &mut rng);
                 ops.truncate(3);
-                for ev in fibra::block_on(choose_all(ops)) {
+                for ev in choose_all(ops).perform() {
                     round.on(sh, ev);
                 }
                 sh.count(K::ChooseAll);

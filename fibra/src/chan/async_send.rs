@@ -128,7 +128,7 @@ impl<T> Drop for ParcelRef<T> {
 impl<T: Send> Parcel<T> {
     /// A parcel with an empty slot (the value goes in under the channel's
     /// lock), not published: the one reference is the receipt's.
-    fn new() -> ParcelRef<T> {
+    fn allocate() -> ParcelRef<T> {
         let p = Box::new(Parcel {
             refs: AtomicUsize::new(1),
             state: OpState::new(),
@@ -254,7 +254,7 @@ impl<T> Chan<T> {
     {
         // Nobody to take it, as far as the lock-free hint tells: the parcel
         // is allocated before the lock, not under it.
-        let parcel = (!self.may(readiness::SEND_MAY)).then(Parcel::new);
+        let parcel = (!self.may(readiness::SEND_MAY)).then(Parcel::allocate);
         let local = UnsafeCell::new(None);
         let slot = parcel.as_ref().map_or(&local, |p| &p.slot);
         // SAFETY: unpublished: the slot is ours (a parcel's not published
@@ -280,7 +280,7 @@ impl<T> Chan<T> {
                     None => {
                         // The hint was stale: a parcel after all, made
                         // under the lock (rare).
-                        let p = Parcel::new();
+                        let p = Parcel::allocate();
                         // SAFETY: both slots are ours (unpublished).
                         unsafe { put(&p.slot, take(&local).expect("the value")) };
                         p

@@ -14,13 +14,15 @@
 //! `Vec` of ops (or of [`BoxOp`](crate::BoxOp)s for mixed types): see
 //! [`choose`](crate::choose).
 
+mod choose_all;
 mod wait_until;
 mod when;
 
 #[cfg(all(test, loom))]
 mod loom_models;
 
-pub use wait_until::{Clause, Pred, WaitUntil, choose_all};
+pub use choose_all::{ChooseAll, choose_all};
+pub use wait_until::{Clause, Pred, WaitUntil};
 pub use when::{When, when};
 
 /// Waits for the first of several ops to commit and runs that clause's body

@@ -1,4 +1,4 @@
-//! AND/OR waiting (Cforall's `waituntil`) and `choose_all`.
+//! AND/OR waiting (Cforall's `waituntil`).
 //!
 //! A statement over clauses joined by `and`/`or` runs as rounds: each round
 //! performs one choice over the clauses not yet acquired, so exactly one of
@@ -18,52 +18,7 @@ use std::ops::{BitAnd, BitOr};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 
-/// Performs every op and returns every result, in order (the parasitic
-/// threads paper's `chooseAll`; Cforall's `waituntil` with `and`). The ops
-/// wait concurrently; each commits on its own (this is not one atomic
-/// commit of all of them). If the future is dropped, the ops that had not
-/// committed are withdrawn, and the results already received are dropped
-/// with it: use [`WaitUntil`] (whose clauses keep their results) when a
-/// wait may be cancelled and results must not be lost.
-///
-/// ```
-/// use fibra::{bounded, choose_all};
-///
-/// # fibra::run(async {
-/// let (tx_a, rx_a) = bounded(1);
-/// let (tx_b, rx_b) = bounded(1);
-/// let producer = fibra::spawn(async move {
-///     tx_b.send(2).await.unwrap();
-///     tx_a.send(1).await.unwrap();
-/// });
-/// let got = choose_all(vec![rx_a.recv_op(), rx_b.recv_op()]).await;
-/// assert_eq!(got, [Ok(1), Ok(2)]);
-/// producer.await.unwrap();
-/// # });
-/// ```
-pub async fn choose_all<O>(ops: impl IntoIterator<Item = O>) -> Vec<O::Output>
-where
-    O: Op + Send,
-{
-    let mut pending: Vec<_> = ops
-        .into_iter()
-        .enumerate()
-        .map(|(i, op)| Some(op.wrap(move |out| (i, out)).boxed()))
-        .collect();
-    let mut results: Vec<Option<O::Output>> = pending.iter().map(|_| None).collect();
-    for _ in 0..pending.len() {
-        let (i, out) = choose(Clauses(&mut pending)).await;
-        pending[i] = None;
-        results[i] = Some(out);
-    }
-    results
-        .into_iter()
-        .map(|r| r.expect("every op committed"))
-        .collect()
-}
-
-/// Ops performed round after round (`choose_all`, the clauses of a
-/// `WaitUntil`) as the branches of one round's choice: each yields its own
+/// Ops performed round after round (the clauses of a `WaitUntil`) as the branches of one round's choice: each yields its own
 /// index (with its result, if any), and the caller sets it to `None` once
 /// it committed. A spent op stands in as [`never`](crate::never), a
 /// zero-sized op that commits nothing: no per-round allocation, and the ops
