@@ -10,7 +10,8 @@
 //! tasks (`fibra`, `fibra-1`, `fibra-ct`) or as parasites (`fibra-parasite`;
 //! a producer is usually already waiting, so the parasite's receive
 //! completes inline). `fibra-choose-all` is the library's
-//! `fibra::choose_all` over the round's receive ops. Go and tokio wait for
+//! `fibra::choose_all` op over the round's receive ops (its parts wait in
+//! place, each a perform of its own, with no task or parasite each). Go and tokio wait for
 //! all by receiving from each channel in turn (what a Go or tokio user
 //! writes: a wait for all needs no concurrency of its own).
 
