@@ -109,7 +109,7 @@ mod tests {
     }
 
     #[test]
-    fn every_workload_has_fibra_tasks_and_the_peers() {
+    fn every_workload_has_tasks_parasites_and_the_peers() {
         let cases = cases(&Config::default());
         for workload in [
             "async-send",
@@ -125,7 +125,15 @@ mod tests {
                 .filter(|c| c.spec.workload == workload)
                 .map(|c| c.system)
                 .collect();
-            for system in [System::Fibra, System::TokioCt, System::TokioMt, System::Go] {
+            for system in [
+                System::Fibra,
+                System::Fibra1,
+                System::FibraCt,
+                System::FibraParasite,
+                System::TokioCt,
+                System::TokioMt,
+                System::Go,
+            ] {
                 assert!(systems.contains(&system), "{workload}: no {system} row");
             }
             assert!(cases.iter().all(|c| c.spec.group == GROUP));
