@@ -1,5 +1,5 @@
-//! Asynchronous sends (ACML's `aSendEvt`): [`Sender::send_async`] and
-//! [`Sender::send_async_op`] commit at once, without waiting for a
+//! Asynchronous sends (ACML's `aSendEvt`): [`Sender::send_async`](super::Sender::send_async) and
+//! [`Sender::send_async_op`](super::Sender::send_async_op) commit at once, without waiting for a
 //! receiver, even on a rendezvous channel; the [`AsyncSend`] receipt tells
 //! when the value was consumed, or gives it back.
 //!
@@ -297,7 +297,7 @@ impl<T> Chan<T> {
     }
 }
 
-/// The receipt of an asynchronous send ([`Sender::send_async`]): the send
+/// The receipt of an asynchronous send ([`Sender::send_async`](super::Sender::send_async)): the send
 /// has committed (the value is in the channel, or already taken); the
 /// receipt tells when a receiver took it, and gives the value back if every
 /// receiver went before anyone took it.
@@ -542,7 +542,7 @@ crate::op::op_into_future! {
 
 /// The op of an asynchronous send: made by
 /// [`Sender::send_async_op`](super::Sender::send_async_op). Always ready:
-/// committing it sends the value as [`Sender::send_async`] does and yields
+/// committing it sends the value as [`Sender::send_async`](super::Sender::send_async) does and yields
 /// the [`AsyncSend`] receipt. In a choice that another branch wins, nothing
 /// is sent (the value drops with the op).
 ///

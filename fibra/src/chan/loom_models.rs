@@ -302,3 +302,77 @@ fn loom_plain_bounded_refill_from_a_plain_sender() {
         s.join().unwrap();
     });
 }
+
+/// Counts the drops of a value, to check it is dropped exactly once.
+struct Counted(u32, Arc<std::sync::atomic::AtomicUsize>);
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.1.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn loom_async_send_racing_close_and_a_cancelled_receive_loses_nothing() {
+    // An asynchronous send on a rendezvous channel with nobody receiving
+    // (its value waits in a parcel), while one receiver polls a receive
+    // once and drops it (cancelled, maybe after it took the value: then
+    // the value goes back to the channel) and then itself, and the other
+    // receiver goes too (the close). The value is received once, comes
+    // back through the receipt once, or (given back to a channel that then
+    // closed) drops with the channel's buffer: exactly one of the three,
+    // and it is dropped exactly once.
+    model(|| {
+        let drops = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let (tx, rx) = channel::<Counted>();
+        let rx2 = rx.clone();
+        let mut receipt = tx.send_async(Counted(7, drops.clone()));
+        let receiver = thread::spawn(move || {
+            let mut got = None;
+            {
+                let mut fut = pin!(rx2.recv());
+                let mut cx = Context::from_waker(Waker::noop());
+                if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
+                    got = Some(v.unwrap());
+                }
+            }
+            drop(rx2);
+            got.map(|c| c.0)
+        });
+        drop(rx);
+        let received = receiver.join().unwrap();
+        // Both receivers are gone: the receipt is settled.
+        let outcome = match receipt.consumed_op().try_perform() {
+            Ok(o) => o,
+            Err(_) => panic!("an asynchronous send left unsettled after the close"),
+        };
+        match (received, outcome) {
+            (Some(7), Ok(())) => {}
+            (None, Err(SendError(c))) => assert_eq!(c.0, 7),
+            // Taken by the cancelled receive, given back, dropped at the
+            // close.
+            (None, Ok(())) => {}
+            other => panic!("inconsistent: {:?}", (other.0, other.1.is_ok())),
+        }
+        drop(tx);
+        assert_eq!(
+            drops.load(std::sync::atomic::Ordering::SeqCst),
+            1,
+            "dropped once"
+        );
+    });
+}
+
+#[test]
+fn loom_async_send_meets_a_blocked_receiver_or_waits_for_it() {
+    // A receiver blocks while an asynchronous send commits: it hands the
+    // value over at once, or parks it in the send queue where the receiver
+    // takes it. The value arrives once and the receipt says consumed.
+    model(|| {
+        let (tx, rx) = channel::<u32>();
+        let receiver = thread::spawn(move || rx.recv_blocking());
+        let receipt = tx.send_async(5);
+        assert_eq!(receiver.join().unwrap(), Ok(5));
+        assert_eq!(crate::block_on(receipt), Ok(()));
+    });
+}

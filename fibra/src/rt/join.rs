@@ -231,9 +231,12 @@ impl<T> ReadyOutput<T> {
 
     /// Takes the output through the handle's `&mut` (a direct `.await`).
     fn take_mut(&mut self) -> Option<Result<T, JoinError>> {
-        if std::mem::replace(self.taken.get_mut(), true) {
+        // Relaxed: `&mut self` is exclusive; plain load and store (loom's
+        // atomics have no `get_mut`).
+        if self.taken.load(Ordering::Relaxed) {
             return None;
         }
+        self.taken.store(true, Ordering::Relaxed);
         self.output.get_mut().take()
     }
 

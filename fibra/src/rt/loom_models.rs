@@ -387,3 +387,94 @@ fn loom_a_frozen_worker_and_its_rescuer_never_touch_its_queue_together() {
         assert_eq!(taken, [1, 2], "a task lost or taken twice");
     });
 }
+
+#[test]
+fn loom_a_parasite_suspending_after_its_inline_poll_races_a_wake_once() {
+    // A parasite's inline first poll published its waker and returns
+    // `Pending`; a wake from another worker races the end of that poll.
+    // Exactly one party queues it: the waker if the poll was over, the
+    // spawner (requeue) if not.
+    model(|| {
+        let st = Arc::new(TaskState::new_parasite());
+        let queued = Arc::new(AtomicUsize::new(0));
+        let (s2, q2) = (st.clone(), queued.clone());
+        let waker = thread::spawn(move || {
+            if s2.notify() {
+                q2.fetch_add(1, Ordering::SeqCst);
+            }
+        });
+        if st.end_run_pending() == AfterPoll::Requeue {
+            queued.fetch_add(1, Ordering::SeqCst);
+        }
+        waker.join().unwrap();
+        assert_eq!(queued.load(Ordering::SeqCst), 1);
+    });
+}
+
+#[test]
+fn loom_a_parasite_finished_inline_is_freed_only_after_its_last_waker() {
+    // A parasite's inline poll cloned its waker (a reference more) and
+    // handed the clone to another thread, which wakes and drops it, then
+    // the poll finished. The spawner frees the task at once, with no
+    // atomic, only if it reads the count back at two (the run's and the
+    // handle's): then the other thread's use of the task came before (loom
+    // checks the cell's accesses); else the task lives on as an ordinary
+    // one, and the last reference frees it.
+    model(|| {
+        let refs = Arc::new(AtomicUsize::new(3));
+        let st = Arc::new(TaskState::new_parasite());
+        let memory = Arc::new(crate::loom::UnsafeCell::new(0u32));
+        let (r2, s2, m2) = (refs.clone(), st.clone(), memory.clone());
+        let waker = thread::spawn(move || {
+            // The wake reads the task (its state word, its header).
+            assert!(!s2.notify(), "the inline poll holds RUNNING");
+            m2.with(|p| unsafe { std::ptr::read(p) });
+            if r2.fetch_sub(1, Ordering::Release) == 1 {
+                crate::loom::fence(Ordering::Acquire);
+                m2.with_mut(|p| unsafe { *p = 1 }); // the free
+            }
+        });
+        // The poll ended `Ready`.
+        if refs.load(Ordering::Acquire) == 2 {
+            // The fast path: ours alone.
+            memory.with_mut(|p| unsafe { *p = 1 });
+        } else {
+            // The handle's reference is dropped later; ours now.
+            if refs.fetch_sub(1, Ordering::Release) == 1 {
+                crate::loom::fence(Ordering::Acquire);
+                memory.with_mut(|p| unsafe { *p = 1 });
+            }
+            if refs.fetch_sub(1, Ordering::Release) == 1 {
+                crate::loom::fence(Ordering::Acquire);
+                memory.with_mut(|p| unsafe { *p = 1 });
+            }
+        }
+        waker.join().unwrap();
+        assert_eq!(memory.with(|p| unsafe { *p }), 1, "freed once");
+    });
+}
+
+#[test]
+fn loom_inflation_racing_a_wake_loses_neither() {
+    // A parasite that woke itself during its poll (a yield) inflates while
+    // a wake from another worker marks it: the inflation's RMW and the
+    // wake's must both land. The runner holds `RUNNING` throughout (it
+    // requeues the task), so the wake never queues it; the next run sees
+    // an ordinary task.
+    model(|| {
+        let st = Arc::new(TaskState::new_parasite());
+        let (s2,) = (st.clone(),);
+        let waker = thread::spawn(move || s2.notify());
+        // The poll's own wake, then its end: woken, so requeued.
+        assert!(!st.notify());
+        assert_eq!(st.end_run_pending(), AfterPoll::Requeue);
+        assert!(st.is_parasite());
+        st.inflate();
+        let queued_by_waker = waker.join().unwrap();
+        assert!(!queued_by_waker, "the runner held RUNNING");
+        assert!(!st.is_parasite(), "inflation lost");
+        // The requeued run: ordinary from now on.
+        assert_eq!(st.start_run(), Some(false));
+        assert!(!st.is_parasite());
+    });
+}

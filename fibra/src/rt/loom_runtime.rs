@@ -164,3 +164,62 @@ fn loom_rt_shutdown_racing_a_wake_drops_the_parked_task_once() {
         assert!(weak.upgrade().is_none(), "the runtime's state leaked");
     });
 }
+
+#[test]
+fn loom_rt_parasite_ending_its_inline_poll_races_a_wake_from_another_thread() {
+    // A task spawns a parasite whose inline first poll receives on a
+    // channel, while a thread outside the runtime sends on it: the send
+    // may meet the parasite's receive in the inline poll, or wake it
+    // while that poll ends (the inline-poll-to-suspended transition), or
+    // after. The value arrives once and the parasite's output is
+    // delivered once.
+    model(|| {
+        let (rt, weak) = runtime();
+        let drops = Arc::new(AtomicUsize::new(0));
+        let (tx, rx) = crate::channel::<u32>();
+        let sender = thread::spawn(move || tx.send_blocking(7));
+        let d = drops.clone();
+        let got = rt.block_on(async move {
+            let guard = Dropped(d);
+            let h = crate::spawn_eager(async move {
+                let _guard = guard;
+                rx.recv().await
+            });
+            h.await.unwrap()
+        });
+        assert_eq!(got, Ok(7));
+        assert_eq!(sender.join().unwrap(), Ok(()));
+        assert_eq!(drops.load(Ordering::SeqCst), 1, "future dropped once");
+        drop(rt);
+        assert!(weak.upgrade().is_none(), "the runtime's state leaked");
+    });
+}
+
+#[test]
+fn loom_rt_handle_spawn_eager_racing_the_runtimes_drop_runs_or_drops_once() {
+    // A thread outside the runtime spawns a parasite that yields in its
+    // inline poll (so it is registered and requeued from that thread,
+    // under the drain lock) while the runtime drops: it runs to its end or
+    // is cancelled, its future is dropped once, and nothing keeps the
+    // runtime alive.
+    model(|| {
+        let (rt, weak) = runtime();
+        let handle = rt.handle();
+        let drops = Arc::new(AtomicUsize::new(0));
+        let d2 = drops.clone();
+        let spawner = thread::spawn(move || {
+            let guard = Dropped(d2);
+            handle.spawn_eager(async move {
+                let _guard = guard;
+                crate::yield_now().await;
+            })
+        });
+        drop(rt);
+        let h = spawner.join().unwrap();
+        if let Err(e) = outcome(h) {
+            assert!(e.is_cancelled());
+        }
+        assert_eq!(drops.load(Ordering::SeqCst), 1, "future dropped once");
+        assert!(weak.upgrade().is_none(), "the runtime's state leaked");
+    });
+}
