@@ -25,30 +25,48 @@ func lcgSteps(x, n uint64) uint64 {
 	return x
 }
 
-// spawn-cost: `tasks` goroutines each store mix(i)>>32 in their slot of a
-// slice; a WaitGroup joins them. Result: the sum of the slots.
+// spawn-cost: `tasks` goroutines each compute mix(i)>>32. join=all: each
+// stores its value in its slot of a slice and a WaitGroup joins them all;
+// join=each: each sends its value on an unbuffered channel the main
+// goroutine receives from right after starting it. Result: the sum.
 func spawnCost(args []string) {
 	fs, runs := newFlags("spawn-cost")
 	tasks := fs.Int("tasks", 200000, "computations to start and join")
+	join := fs.String("join", "all", "all or each")
 	fs.Parse(args)
 	n := *tasks
-	measure(*runs, func() uint64 {
-		results := make([]uint64, n)
-		var wg sync.WaitGroup
-		wg.Add(n)
-		for i := 0; i < n; i++ {
-			go func() {
-				results[i] = mix(uint64(i)) >> 32
-				wg.Done()
-			}()
-		}
-		wg.Wait()
-		var sum uint64
-		for _, v := range results {
-			sum += v
-		}
-		return sum
-	})
+	switch *join {
+	case "all":
+		measure(*runs, func() uint64 {
+			results := make([]uint64, n)
+			var wg sync.WaitGroup
+			wg.Add(n)
+			for i := 0; i < n; i++ {
+				go func() {
+					results[i] = mix(uint64(i)) >> 32
+					wg.Done()
+				}()
+			}
+			wg.Wait()
+			var sum uint64
+			for _, v := range results {
+				sum += v
+			}
+			return sum
+		})
+	case "each":
+		measure(*runs, func() uint64 {
+			ch := make(chan uint64)
+			var sum uint64
+			for i := 0; i < n; i++ {
+				go func() { ch <- mix(uint64(i)) >> 32 }()
+				sum += <-ch
+			}
+			return sum
+		})
+	default:
+		panic("spawn-cost: join must be all or each")
+	}
 }
 
 // async-send: a producer sends 0..messages-1 to a consumer on an
