@@ -116,6 +116,14 @@ workload("big", Params) ->
 workload("fib", Params) ->
     N = param(n, Params),
     fun() -> fib(N) end;
+workload("par-fib", Params) ->
+    N = param(n, Params),
+    fun() -> par_fib(N) end;
+workload("par-tak", Params) ->
+    X = param(x, Params),
+    Y = param(y, Params),
+    Z = param(z, Params),
+    fun() -> par_tak(X, Y, Z) end;
 workload(Name, _) ->
     error({unknown_workload, Name}).
 
@@ -691,3 +699,40 @@ timed(Run) ->
     Result = Run(),
     Elapsed = erlang:monotonic_time() - Start,
     {erlang:convert_time_unit(Elapsed, native, nanosecond) / 1.0e9, Result}.
+
+%% par-fib: fib(N) with a process per call; a call with N >= 2 spawns the
+%% calls for N-1 and N-2, which reply to its mailbox, and sends the sum to
+%% its parent. Result: fib(N).
+par_fib(N) ->
+    Self = self(),
+    spawn_link(fun() -> fib_call(N, Self) end),
+    receive {fib, V} -> V end.
+
+fib_call(N, Parent) when N < 2 ->
+    Parent ! {fib, N};
+fib_call(N, Parent) ->
+    Self = self(),
+    spawn_link(fun() -> fib_call(N - 1, Self) end),
+    spawn_link(fun() -> fib_call(N - 2, Self) end),
+    receive {fib, A} -> receive {fib, B} -> Parent ! {fib, A + B} end end.
+
+%% par-tak: tak(X, Y, Z) with a process per call; a call with Y < X spawns
+%% the three inner calls, which reply to its mailbox tagged with their
+%% position, then spawns the outer call, which replies to its parent.
+%% Result: the value.
+par_tak(X, Y, Z) ->
+    Self = self(),
+    spawn_link(fun() -> tak_call(X, Y, Z, Self, 0) end),
+    receive {tak, 0, V} -> V end.
+
+tak_call(X, Y, Z, Parent, Position) when Y < X ->
+    Self = self(),
+    spawn_link(fun() -> tak_call(X - 1, Y, Z, Self, 0) end),
+    spawn_link(fun() -> tak_call(Y - 1, Z, X, Self, 1) end),
+    spawn_link(fun() -> tak_call(Z - 1, X, Y, Self, 2) end),
+    A = receive {tak, 0, VA} -> VA end,
+    B = receive {tak, 1, VB} -> VB end,
+    C = receive {tak, 2, VC} -> VC end,
+    spawn_link(fun() -> tak_call(A, B, C, Parent, Position) end);
+tak_call(_, _, Z, Parent, Position) ->
+    Parent ! {tak, Position, Z}.

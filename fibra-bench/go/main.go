@@ -44,6 +44,14 @@ var workloads = map[string]func(args []string){
 	"futures-and":     futuresAnd,
 	"futures-and-or":  futuresAndOr,
 	"futures-or-and":  futuresOrAnd,
+	// The `parasites` group (parasites.go).
+	"spawn-cost": spawnCost,
+	"async-send": asyncSend,
+	"choose-all": chooseAll,
+	"inflation":  inflation,
+	"par-fib":    parFib,
+	"par-tak":    parTak,
+	"mergesort":  mergesort,
 	// The `general` group's timing workloads (timers.go, wakelatency.go).
 	"timers":       timers,
 	"wake-latency": wakeLatency,

@@ -84,6 +84,9 @@ pub fn fibra_rows_unavailable(spec: &Spec) -> Vec<Case> {
 pub enum FibraFlavour {
     /// Multi-thread; `None`: the default number of workers.
     Multi(Option<usize>),
+    /// Multi-thread like [`Self::Multi`], with parasite inflation off
+    /// (`Builder::parasite_inflation(false)`).
+    MultiNoInflation(Option<usize>),
     /// Current-thread.
     CurrentThread,
 }
@@ -103,9 +106,13 @@ impl FibraFlavour {
 
     /// Builds the runtime.
     pub fn build(self) -> fibra::Runtime {
+        let multi = |workers: Option<usize>| match workers {
+            Some(workers) => fibra::Runtime::builder().workers(workers),
+            None => fibra::Runtime::builder(),
+        };
         match self {
-            Self::Multi(Some(workers)) => fibra::Runtime::builder().workers(workers).build(),
-            Self::Multi(None) => fibra::Runtime::builder().build(),
+            Self::Multi(workers) => multi(workers).build(),
+            Self::MultiNoInflation(workers) => multi(workers).parasite_inflation(false).build(),
             Self::CurrentThread => fibra::Runtime::builder().current_thread().build(),
         }
         .expect("build fibra runtime")
@@ -169,3 +176,33 @@ macro_rules! fibra_rows {
     }};
 }
 pub(crate) use fibra_rows;
+
+/// `fibra_row!(spec, config, system, make)`: one row of `spec` on fibra's
+/// multi-thread runtime with default workers (or `--workers`, like the
+/// `fibra` row), under the name `system` (a variant such as
+/// `fibra-parasite`), run by `block_on(make())`. Without the `fibra-rt`
+/// feature, `make` is not compiled and the row is skipped with a note.
+/// `fibra_row!(spec, config, system, flavour, make)` names the runtime's
+/// flavour (a [`FibraFlavour`] variant taking the workers).
+macro_rules! fibra_row {
+    ($spec:expr, $config:expr, $system:expr, $make:expr) => {
+        $crate::exec::fibra_row!($spec, $config, $system, Multi, $make)
+    };
+    ($spec:expr, $config:expr, $system:expr, $flavour:ident, $make:expr) => {{
+        #[cfg(feature = "fibra-rt")]
+        let row = $spec.on(
+            $system,
+            $crate::exec::on_fibra($crate::exec::FibraFlavour::$flavour($config.workers), $make),
+        );
+        #[cfg(not(feature = "fibra-rt"))]
+        let row = {
+            let _ = $config;
+            $spec.on(
+                $system,
+                $crate::case::Runner::Unavailable($crate::exec::NO_FIBRA_RT),
+            )
+        };
+        row
+    }};
+}
+pub(crate) use fibra_row;

@@ -17,6 +17,21 @@ pub enum System {
     FibraCt,
     /// fibra channels between OS threads, blocking calls.
     FibraThreads,
+    /// The `parasites` group: the work's short computations started with
+    /// `fibra::spawn_eager` (parasites: first poll inline, a task only if
+    /// they block) instead of `fibra::spawn`, on fibra's multi-thread
+    /// runtime with default workers (like [`Self::Fibra`]).
+    FibraParasite,
+    /// `parasites/async-send`: the channel's own asynchronous send
+    /// (`Sender::send_async`), on fibra's multi-thread runtime with default
+    /// workers.
+    FibraSendAsync,
+    /// `parasites/inflation`: [`Self::FibraParasite`] on a runtime whose
+    /// parasites are never inflated (`Builder::parasite_inflation(false)`).
+    FibraParasiteNoInflation,
+    /// `parasites/choose-all`: the library's `fibra::choose_all`, on fibra's
+    /// multi-thread runtime with default workers.
+    FibraChooseAll,
     /// fibra channels between tasks of a tokio current-thread runtime.
     FibraTokioCt,
     /// fibra channels between tasks of a 2-worker tokio multi-thread runtime.
@@ -68,6 +83,10 @@ impl System {
             Self::Fibra1 => "fibra-1",
             Self::FibraCt => "fibra-ct",
             Self::FibraThreads => "fibra-threads",
+            Self::FibraParasite => "fibra-parasite",
+            Self::FibraSendAsync => "fibra-send-async",
+            Self::FibraParasiteNoInflation => "fibra-parasite-no-inflation",
+            Self::FibraChooseAll => "fibra-choose-all",
             Self::FibraTokioCt => "fibra-tokio-ct",
             Self::FibraTokioMt => "fibra-tokio-mt",
             Self::Crossbeam => "crossbeam",
@@ -95,6 +114,10 @@ impl System {
                 | Self::Fibra1
                 | Self::FibraCt
                 | Self::FibraThreads
+                | Self::FibraParasite
+                | Self::FibraSendAsync
+                | Self::FibraParasiteNoInflation
+                | Self::FibraChooseAll
                 | Self::FibraTokioCt
                 | Self::FibraTokioMt
         )
@@ -130,6 +153,10 @@ impl System {
             | Self::Fibra1
             | Self::FibraCt
             | Self::FibraThreads
+            | Self::FibraParasite
+            | Self::FibraSendAsync
+            | Self::FibraParasiteNoInflation
+            | Self::FibraChooseAll
             | Self::FibraTokioCt
             | Self::FibraTokioMt => &[],
         }

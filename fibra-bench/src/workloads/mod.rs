@@ -20,6 +20,7 @@ mod futures_wait;
 mod idle_memory;
 mod langs;
 mod mailboxes;
+mod parasites;
 mod percentiles;
 mod ping_pong;
 pub mod remote;
@@ -62,6 +63,7 @@ pub fn all(config: &Config) -> Vec<Case> {
         mailboxes::cases(config),
         select::cases(config),
         futures_wait::cases(config),
+        parasites::cases(config),
         spsc::cases(config),
         spawn_join::cases(config),
         idle_memory::cases(config),
@@ -195,10 +197,10 @@ mod tests {
             quick: true,
             workers: None,
         }));
-        for group in ["fibers", "racket", "cforall", "general"] {
+        for group in ["fibers", "racket", "cforall", "parasites", "general"] {
             assert!(missing.iter().all(|(g, _)| *g != group), "{missing:?}");
         }
-        assert_eq!(missing[0].0, "parasites");
+        assert_eq!(missing[0].0, "erlang");
     }
 
     #[test]
@@ -281,11 +283,17 @@ mod tests {
                 System::Erlang => remote,
                 _ => &[],
             };
+            // Erlang runs the parasites group's recursive workloads too.
+            let parasites: &[(&str, &str, usize)] = match system {
+                System::Erlang => &[("parasites", "par-fib", 1), ("parasites", "par-tak", 1)],
+                _ => &[],
+            };
             let expected = expected
                 .into_iter()
                 .chain(in_group.iter().map(|&w| ("racket", w, 1)))
                 .chain(actor_rows.iter().copied())
-                .chain(remote.iter().copied());
+                .chain(remote.iter().copied())
+                .chain(parasites.iter().copied());
             let mut total = 0;
             for (group, workload, count) in expected {
                 let n = rows
