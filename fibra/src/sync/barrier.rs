@@ -69,6 +69,14 @@ pub struct Barrier {
 }
 
 /// What a [`Barrier`] wait yields: whether this party led its round.
+///
+/// ```
+/// use fibra::{Barrier, BarrierWaitResult, Op};
+///
+/// let b = Barrier::new(1);
+/// let r: BarrierWaitResult = b.wait_op().perform();
+/// assert!(r.is_leader(), "the only party leads its round");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BarrierWaitResult(bool);
 
