@@ -11,13 +11,16 @@
 //!   change; `CLOSED` is set once, when the last sender goes. A receiver
 //!   remembers the version it has seen (`seen`); it has a change to see
 //!   while the versions differ.
-//! * `waiters` holds the records of blocked `changed_op`s. A sender bumps
-//!   the version (or sets `CLOSED`) *before* taking that lock to commit
-//!   every record; a waiter publishes its record and reads `state` under
-//!   the lock: either it sees the change or its record is committed (the
-//!   pattern of `sync/ivar.rs`). Readiness only grows (versions grow,
-//!   `CLOSED` stays), so a committed wait always has its outcome in
-//!   `finish`.
+//! * `waiters` holds the records of blocked `changed_op`s. A waiter reads
+//!   `state` and publishes its record under that lock. A sender bumps the
+//!   version *under* that lock and commits every record in the same
+//!   critical section, so the records it commits are exactly those
+//!   published before the bump, by waiters that had not seen it (a record
+//!   published after a bump, by a waiter that saw the new version, is left
+//!   for the next one). The last sender sets `CLOSED` and then commits
+//!   every record; a waiter that looks after that sees `CLOSED` and does
+//!   not publish. Readiness only grows (versions grow, `CLOSED` stays), so
+//!   a committed wait always has its outcome in `finish`.
 //! * No waker is woken while `waiters`' lock is held; user code (a
 //!   `send_modify` closure, a `Ref` held by the caller) runs only under the
 //!   value's read-write lock, never under `waiters`' spin lock.
@@ -90,24 +93,25 @@ impl<T> Inner<T> {
 
 /// Announces a change made under the write lock: bumps the version while
 /// the lock is still held (it drops after this guard), even if the change
-/// unwound half-way.
+/// unwound half-way, and commits every blocked `changed_op`.
 struct Bump<'a, T>(&'a Inner<T>);
 
 impl<T> Drop for Bump<'_, T> {
     fn drop(&mut self) {
-        // Release: pairs with `Inner::load`'s Acquire.
-        self.0.state.fetch_add(ONE_VERSION, Ordering::Release);
-    }
-}
-
-/// Wakes every blocked `changed_op` when dropped (after the write lock).
-struct WakeOnDrop<'a, T>(Option<&'a Inner<T>>);
-
-impl<T> Drop for WakeOnDrop<'_, T> {
-    fn drop(&mut self) {
-        if let Some(inner) = self.0 {
-            inner.wake_all();
+        let mut wakers = Vec::new();
+        {
+            // The bump and the commits in one critical section of
+            // `waiters` (module docs): a wait that published after an
+            // earlier bump without a commit between would be committed
+            // with nothing new to see.
+            let mut q = self.0.waiters.lock();
+            // Release: pairs with `Inner::load`'s Acquire.
+            self.0.state.fetch_add(ONE_VERSION, Ordering::Release);
+            q.commit_all(&mut wakers);
         }
+        // After `waiters`' lock (wakers only schedule their task; the
+        // value's write lock is still held until the caller's guard drops).
+        wakers.into_iter().for_each(Waker::wake);
     }
 }
 
@@ -233,15 +237,13 @@ impl<T> Sender<T> {
     /// assert!(!rx.has_changed().unwrap());
     /// ```
     pub fn send_if_modified(&self, modify: impl FnOnce(&mut T) -> bool) -> bool {
-        // Dropped in reverse order, on return or unwind: the bump (under
-        // the write lock), the write lock, then the wake-up.
-        let mut wake = WakeOnDrop(Some(&self.inner));
+        // Dropped in reverse order, on return or unwind: the bump and its
+        // commits (under the write lock), then the write lock.
         let mut v = self.inner.write();
         let bump = Bump(&self.inner);
         let modified = modify(&mut v);
         if !modified {
             std::mem::forget(bump);
-            wake.0 = None;
         }
         modified
     }
@@ -658,6 +660,25 @@ mod loom_models {
             let (tx, mut rx) = channel(0u32);
             let t = thread::spawn(move || drop(tx));
             assert_eq!(rx.changed_blocking(), Err(RecvError));
+            t.join().unwrap();
+        });
+    }
+
+    #[test]
+    fn loom_watch_a_wait_that_saw_a_bump_is_not_committed_by_it() {
+        // The receiver may read version 1 between the bump and the commits
+        // of the send that made it, then block: that send must not commit
+        // its wait (it would find nothing new in `finish`); the next one
+        // does.
+        model(|| {
+            let (tx, mut rx) = channel(0u32);
+            let t = thread::spawn(move || {
+                tx.send(1).unwrap();
+                tx.send(2).unwrap();
+            });
+            while *rx.borrow_and_update() != 2 {
+                rx.changed_blocking().unwrap();
+            }
             t.join().unwrap();
         });
     }
