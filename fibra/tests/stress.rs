@@ -10,7 +10,9 @@
 
 mod common;
 
-use common::{AllowDrop, Ledger, Msg, Rng, allow_all_drops, allow_drops, poll_noop, scaled};
+use common::{
+    AllowDrop, Ledger, Msg, Rng, allow_all_drops, allow_drops, channels, poll_noop, scaled,
+};
 use fibra::{
     BoxOp, Op, Receiver, RecvError, SendError, Sender, TryRecvError, TrySendError, always, bounded,
     channel, choose, choose_biased, never, seed_choice_rng, unbounded,
@@ -25,18 +27,6 @@ type Tx = Sender<Msg>;
 type Rx = Receiver<Msg>;
 
 const WATCHDOG: Duration = Duration::from_secs(120);
-
-/// `k` channels cycling through the flavours.
-fn channels(k: usize) -> (Vec<Tx>, Vec<Rx>) {
-    (0..k)
-        .map(|i| match i % 4 {
-            0 => channel::<Msg>(),
-            1 => bounded(1),
-            2 => bounded(4),
-            _ => unbounded(),
-        })
-        .unzip()
-}
 
 /// Message ids owned by one producer: `base..base + stride`.
 struct Ids {

@@ -10,11 +10,10 @@
 
 mod common;
 
-use common::{Ledger, Msg, Rng, poll_noop, scaled};
+use common::{Ledger, Msg, Rng, channels, poll_noop, scaled};
 use fibra::time::after;
 use fibra::{
-    Op, Receiver, SendError, Sender, WaitUntil, bounded, channel, choose, choose_biased,
-    seed_choice_rng, select, unbounded,
+    Op, Receiver, SendError, Sender, WaitUntil, choose, choose_biased, seed_choice_rng, select,
 };
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,17 +23,6 @@ type Rx = Receiver<Msg>;
 type Sent = Result<(), SendError<Msg>>;
 
 const WATCHDOG: Duration = Duration::from_secs(120);
-
-fn channels(k: usize) -> (Vec<Tx>, Vec<Rx>) {
-    (0..k)
-        .map(|i| match i % 4 {
-            0 => channel::<Msg>(),
-            1 => bounded(1),
-            2 => bounded(4),
-            _ => unbounded(),
-        })
-        .unzip()
-}
 
 /// A producer: fresh message ids, and the messages that came back from a
 /// losing send (to send again).

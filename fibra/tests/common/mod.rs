@@ -703,3 +703,16 @@ pub fn quiet_panics(expected: &'static [&'static str]) {
         }));
     });
 }
+
+/// `k` channels cycling through the flavours: rendezvous, `bounded(1)`,
+/// `bounded(4)`, unbounded.
+pub fn channels<T>(k: usize) -> (Vec<fibra::Sender<T>>, Vec<fibra::Receiver<T>>) {
+    (0..k)
+        .map(|i| match i % 4 {
+            0 => fibra::channel::<T>(),
+            1 => fibra::bounded(1),
+            2 => fibra::bounded(4),
+            _ => fibra::unbounded(),
+        })
+        .unzip()
+}
