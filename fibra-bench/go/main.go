@@ -65,6 +65,10 @@ var workloads = map[string]func(args []string){
 	"fjthrput":   fjthrput,
 	"big":        big,
 	"fib":        fib,
+	// The `io` group (io.go): tcp-echo reports its runs; http-server is
+	// the server fibra-bench drives with wrk.
+	"tcp-echo":    tcpEcho,
+	"http-server": httpServer,
 }
 
 func main() {

@@ -4,6 +4,7 @@
 use std::fmt;
 
 use crate::peers::external::Peer;
+use crate::peers::http_load::{HttpServer, Load};
 use crate::system::System;
 
 /// A parameter value: a number or a word (`variant: "else"`).
@@ -131,6 +132,17 @@ pub enum Runner {
     Child {
         /// Arguments after `__child`: the workload, the system, parameters.
         args: Vec<String>,
+    },
+    /// An HTTP server, started once for the row in a process of its own,
+    /// loaded by the load generator `wrk` once for the warm-up and once per
+    /// timed run; every run checks a response itself and wrk's counts, and
+    /// reports its time per request and the figures
+    /// [`crate::peers::http_load::MEASURED`] (see `peers::http_load`).
+    Http {
+        /// Which server.
+        server: HttpServer,
+        /// What each run asks it for.
+        load: Load,
     },
     /// The row cannot run in this build, for this reason (e.g. fibra's
     /// runtime rows without the `fibra-rt` feature): it is skipped with a note.

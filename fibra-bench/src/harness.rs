@@ -5,13 +5,15 @@ use std::any::Any;
 use std::fmt;
 use std::panic::{self, AssertUnwindSafe};
 use std::path::PathBuf;
-use std::process::ExitCode;
+use std::process::{Command, ExitCode};
 use std::time::Instant;
 
 use crate::case::{Case, Params, RunFn, Runner, Spec};
 use crate::peers::Peers;
 use crate::peers::child;
 use crate::peers::external::Peer;
+use crate::peers::http_load::{self, HttpServer};
+use crate::peers::wrk;
 use crate::peers::run_line::PeerRun;
 use crate::report::Row;
 use crate::system::{Allocator, System};
@@ -150,10 +152,13 @@ impl Harness {
         // Prepare the peers before the first progress line, so the two
         // don't mix.
         for peer in Peer::ALL {
-            if cases
-                .iter()
-                .any(|c| matches!(c.runner, Runner::External { peer: p, .. } if p == peer))
-            {
+            if cases.iter().any(|c| match &c.runner {
+                Runner::External { peer: p, .. } => *p == peer,
+                Runner::Http { server, .. } => {
+                    peer == Peer::Go && matches!(server, HttpServer::Go(_))
+                }
+                _ => false,
+            }) {
                 let _ = self.peers.get(peer).launch();
             }
         }
@@ -269,6 +274,38 @@ impl Harness {
                         ..run
                     });
                 }
+                check_reported(label, spec, measured, self.runs, &reported)
+            }
+            Runner::Http { server, load } => {
+                let command = match server {
+                    HttpServer::ThisExe(args) => {
+                        let exe = std::env::current_exe()
+                            .map_err(|e| peer_error(format!("cannot find this executable: {e}")))?;
+                        let mut command = Command::new(exe);
+                        command.args(args);
+                        command
+                    }
+                    HttpServer::Go(program) => match self.peers.get(Peer::Go).launch() {
+                        Ok(launch) => {
+                            let mut command = Command::new(&launch.program);
+                            command.args(&launch.args).arg(program);
+                            command.envs(launch.env.iter().map(|(k, v)| (k, v)));
+                            command
+                        }
+                        Err(reason) => {
+                            return Ok(Samples::Skipped(format!(
+                                "{} rows: {reason}",
+                                Peer::Go.name()
+                            )));
+                        }
+                    },
+                };
+                let Some(wrk) = wrk::find() else {
+                    return Ok(Samples::Skipped(wrk::MISSING.to_string()));
+                };
+                let scratch = crate::paths::output_dir();
+                let reported = http_load::measure(command, &wrk, &scratch, &load, self.runs)
+                    .map_err(peer_error)?;
                 check_reported(label, spec, measured, self.runs, &reported)
             }
             Runner::Unavailable(reason) => Ok(Samples::Skipped(reason.to_string())),

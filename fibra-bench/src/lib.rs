@@ -46,6 +46,12 @@ pub fn main(allocator: Allocator) -> ExitCode {
     {
         return workloads::remote::host_main(&args[1..]);
     }
+    if args
+        .first()
+        .is_some_and(|a| a == workloads::http_server::ARG)
+    {
+        return workloads::http_server::main(&args[1..]);
+    }
     if args.first().is_some_and(|a| a == harness::ROW_ARG) {
         return harness::row_main(&args[1..], allocator);
     }

@@ -13,14 +13,18 @@
 //!   default VM and on one scheduler).
 //!
 //! [`child`] stands beside them: it starts this executable, not another
-//! language's program.
+//! language's program. So does [`http_load`], which starts an HTTP server
+//! (this executable or the Go program) and loads it with [`wrk`], a
+//! separate load generator.
 
 pub mod child;
 pub mod erlang;
 pub mod external;
 pub mod go;
+pub mod http_load;
 pub mod racket;
 pub mod run_line;
+pub mod wrk;
 
 use std::path::Path;
 

@@ -17,6 +17,8 @@ mod diagonal;
 mod fan_out;
 mod floor;
 mod futures_wait;
+mod http;
+pub mod http_server;
 mod idle_memory;
 mod langs;
 mod mailboxes;
@@ -29,6 +31,7 @@ mod sieve;
 mod spawn_join;
 mod spsc;
 mod task_rows;
+mod tcp_echo;
 mod timed_child;
 mod timers;
 mod wake_latency;
@@ -71,6 +74,8 @@ pub fn all(config: &Config) -> Vec<Case> {
         wake_latency::cases(config),
         actors::cases(config),
         remote::cases(config),
+        tcp_echo::cases(config),
+        http::cases(config),
     ]
     .into_iter()
     .flatten()
