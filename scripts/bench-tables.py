@@ -37,6 +37,8 @@ def ns_text(row):
     text = f"{ns:.3g}" if ns < 100 else f"{ns:.0f}"
     if "bytes_per_task" in row:
         text += f"; {row['bytes_per_task']} B/task"
+    if "rps" in row:
+        text += f"; {row['rps']} req/s"
     if "p99_us" in row:
         text += f"; p50 {row['p50_us']} µs, p99 {row['p99_us']} µs"
     return text

@@ -9,7 +9,9 @@ USAGE:
 
 ARGS:
     [FILTER]...      run only workloads whose group or name contains one of these
-                     (e.g. `general`, `spsc`, `spsc-bounded`, `general/spsc-rendezvous`)
+                     (e.g. `general`, `spsc`, `spsc-bounded`, `general/spsc-rendezvous`,
+                     `io/` for the io group alone); groups: fibers, racket, cforall,
+                     parasites, erlang, savina, general, remote, io
 
 OPTIONS:
     --quick          tiny parameters: the whole suite runs in seconds (CI)
@@ -30,7 +32,8 @@ NOTES:
     every row runs in a fresh process; the tokio-*-mimalloc rows run in a second
     executable, fibra-bench-mimalloc (mimalloc as the global allocator), which the
     suite builds with cargo on first use. Go, Erlang and Racket rows are skipped
-    with a note when their toolchain is missing (see docs/benchmarks.md)
+    with a note when their toolchain is missing, the io group's HTTP rows when the
+    load generator wrk is (see docs/benchmarks.md)
 ";
 
 /// The options of one benchmark run.

@@ -337,6 +337,22 @@ mod tests {
     }
 
     #[test]
+    fn the_help_names_every_group() {
+        let listed = crate::cli::USAGE
+            .split_once("groups: ")
+            .expect("a list of groups in --help")
+            .1
+            .split("\n\n")
+            .next()
+            .unwrap_or_default();
+        let listed: Vec<&str> = listed
+            .split(',')
+            .map(|item| item.split_whitespace().next().unwrap_or_default())
+            .collect();
+        assert_eq!(listed, groups());
+    }
+
+    #[test]
     fn child_dispatch_rejects_unknown_workloads() {
         assert!(run_child(&["nope".to_string()]).is_err());
         assert!(run_child(&[]).is_err());
