@@ -66,6 +66,7 @@ pub mod chan;
 mod coop;
 mod loom;
 pub mod mailbox;
+pub mod net;
 pub mod op;
 pub mod rt;
 pub mod select;

@@ -22,6 +22,7 @@ const LAYERS: &[&[&str]] = &[
     &["mailbox"],
     &["select"],
     &["rt"],
+    &["net"],
     &["actors"],
 ];
 

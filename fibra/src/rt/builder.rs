@@ -223,6 +223,7 @@ impl Builder {
                 .collect(),
             ticking: AtomicUsize::new(0),
             parasite_inflation: self.parasite_inflation,
+            io: std::sync::OnceLock::new(),
             #[cfg(feature = "metrics")]
             counters: (0..n).map(|_| Default::default()).collect(),
             #[cfg(feature = "metrics")]

@@ -37,6 +37,7 @@
 mod blocking;
 mod builder;
 mod idle;
+pub(crate) mod io;
 mod join;
 mod join_set;
 mod local;
@@ -109,6 +110,8 @@ pub(crate) struct Shared {
     retained_woken: Box<[retained::WokenHint]>,
     /// Whether long-running parasites inflate (`Builder::parasite_inflation`).
     parasite_inflation: bool,
+    /// The I/O driver, made at the first socket registered (`io/`).
+    io: std::sync::OnceLock<Arc<io::Driver>>,
     /// Each worker's counters, and those of other threads (`metrics.rs`).
     #[cfg(feature = "metrics")]
     counters: Box<[crossbeam_utils::CachePadded<metrics::Counters>]>,
@@ -147,7 +150,7 @@ impl Shared {
         // longer a sleeper) and ticks on.
         if self.ticking.load(Ordering::SeqCst) == 0 {
             if let Some(j) = self.idle.some_sleeper(me) {
-                self.parkers[j].unpark();
+                self.unpark(j);
             }
         }
     }
@@ -155,7 +158,7 @@ impl Shared {
     /// Wakes a sleeping worker if work was pushed and nobody searches.
     fn notify_idle(&self) {
         if let Some(i) = self.idle.worker_to_wake() {
-            self.parkers[i].unpark();
+            self.unpark(i);
         }
     }
 
@@ -303,6 +306,31 @@ impl Shared {
         self.workers_stopped.store(true, Ordering::SeqCst);
         fence(Ordering::SeqCst);
         self.drain_tasks();
+        // The tasks (and the sockets they owned) are gone: sockets still
+        // held elsewhere fail from now on instead of waiting for a poll
+        // nobody turns.
+        if let Some(driver) = self.io.get() {
+            driver.shutdown();
+        }
+    }
+
+    /// The runtime's I/O driver, made on first use.
+    fn io_driver(&self) -> std::io::Result<Arc<io::Driver>> {
+        if let Some(d) = self.io.get() {
+            return Ok(d.clone());
+        }
+        let made = Arc::new(io::Driver::new()?);
+        // Another thread may have made one meanwhile: theirs wins.
+        Ok(self.io.get_or_init(|| made).clone())
+    }
+
+    /// Wakes worker `i`, in its poll if it sleeps there (`park.rs`).
+    fn unpark(&self, i: usize) {
+        if self.parkers[i].unpark() {
+            if let Some(d) = self.io.get() {
+                d.wake();
+            }
+        }
     }
 
     /// A worker thread's loop ended (shutdown). If the runtime was dropped
@@ -669,10 +697,10 @@ impl Drop for Runtime {
         }
         self.shared.shutdown.store(true, Ordering::Release);
         for i in self.shared.idle.wake_all() {
-            self.shared.parkers[i].unpark();
+            self.shared.unpark(i);
         }
-        for p in &self.shared.parkers {
-            p.unpark();
+        for i in 0..self.shared.parkers.len() {
+            self.shared.unpark(i);
         }
         if on_own_worker {
             // Detached: each worker stops at its next scheduling point
@@ -806,6 +834,19 @@ impl Handle {
 impl std::fmt::Debug for Handle {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Handle").finish_non_exhaustive()
+    }
+}
+
+/// The I/O driver of the runtime whose worker this thread is (`what`
+/// names the call, for the error outside a runtime).
+pub(crate) fn current_io_driver(what: &str) -> std::io::Result<Arc<io::Driver>> {
+    match with_current(|ctx| ctx.map(|c| c.shared.clone())) {
+        Some(shared) => shared.io_driver(),
+        None => Err(std::io::Error::other(format!(
+            "{what} called outside a fibra runtime: a socket belongs to the runtime it is \
+             made in (make it inside a task of `Runtime::block_on`, `fibra::run` or \
+             `Handle::spawn`); once made it can be used from any thread or executor"
+        ))),
     }
 }
 

@@ -435,6 +435,7 @@ impl WorkerCtx {
         let tick = self.tick.get().wrapping_add(1);
         self.tick.set(tick);
         if tick % INJECTOR_INTERVAL == 0 {
+            self.poll_io_now();
             if let Some(t) = self.steal_injector() {
                 return Some(t);
             }
@@ -647,13 +648,17 @@ impl WorkerCtx {
                 }
                 self.count(super::metrics::Count::Parks);
                 crate::trace::event!(worker = self.index, "park");
-                self.shared.parkers[self.index].park(tick.map(|d| Instant::now() + d));
+                let io_events = self.park(tick.map(|d| Instant::now() + d));
                 if tick.is_some() {
                     self.shared.ticking.fetch_sub(1, Ordering::SeqCst);
                 }
                 if !idle.is_sleeper(self.index) {
                     // Popped by a pusher, which counted us as a searcher.
                     break false;
+                }
+                if io_events > 0 {
+                    // The poll woke tasks (queued here): run them.
+                    break true;
                 }
                 // A tick, or a call to watch: still a sleeper, so no final
                 // look is owed; only a stuck worker's tasks bring us back.
@@ -671,6 +676,40 @@ impl WorkerCtx {
                     self.shared.ensure_watchdog(self.index);
                 }
                 searching = !self.shared.is_shutdown();
+            }
+        }
+    }
+
+    /// Sleeps until unparked or `deadline`: in the runtime's I/O poll if
+    /// it has a driver that no other worker is turning (`io/`), else on
+    /// the parker's condvar. Returns how many I/O sources had events (their
+    /// tasks were woken onto our queue).
+    fn park(&self, deadline: Option<Instant>) -> usize {
+        let parker = &self.shared.parkers[self.index];
+        #[cfg(not(loom))]
+        if let Some(driver) = self.shared.io.get() {
+            if let Some(mut poller) = driver.try_poller() {
+                return parker.park_polling(deadline, |timeout| {
+                    self.finishing(|| driver.turn(&mut poller, timeout))
+                });
+            }
+        }
+        parker.park(deadline);
+        0
+    }
+
+    /// Delivers the I/O events already in, without waiting, if the
+    /// runtime has a driver and no other worker is turning it: a busy
+    /// runtime's sockets are served between tasks, not only when a
+    /// worker sleeps. One system call every `INJECTOR_INTERVAL` ticks,
+    /// only in runtimes that opened a socket.
+    fn poll_io_now(&self) {
+        #[cfg(not(loom))]
+        if let Some(driver) = self.shared.io.get() {
+            if let Some(mut poller) = driver.try_poller() {
+                // The woken tasks go to the back of our stealable queue
+                // (`finishing`): many may wake at once.
+                self.finishing(|| driver.turn(&mut poller, Some(std::time::Duration::ZERO)));
             }
         }
     }

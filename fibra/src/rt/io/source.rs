@@ -1,0 +1,209 @@
+//! An I/O source registered with a runtime's driver: a mio socket and its
+//! readiness slot, and the loop every socket call runs (wait until the
+//! direction is ready, try the call, clear the readiness on `WouldBlock`).
+//!
+//! The source belongs to the runtime it was made in: its readiness comes
+//! from that runtime's driver, whichever thread or executor waits on it.
+//! Once that runtime shuts down, every call fails with
+//! [`shutdown_error`](super::shutdown_error).
+
+use super::driver::{Driver, Registration, shutdown_error};
+use super::readiness::{Direction, WaitKey};
+use mio::Interest;
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+/// A registered mio source; deregistered before it is closed.
+pub(crate) struct IoSource<S: mio::event::Source> {
+    source: S,
+    registration: Registration,
+}
+
+impl<S: mio::event::Source> IoSource<S> {
+    /// Registers `source` with the current fibra runtime's driver.
+    pub(crate) fn new(source: S, interest: Interest, what: &str) -> io::Result<Self> {
+        let driver = crate::rt::current_io_driver(what)?;
+        Self::with_driver(&driver, source, interest)
+    }
+
+    /// Registers `source` with the driver `self` belongs to (a connection
+    /// accepted from a listener belongs to the listener's runtime,
+    /// whichever thread accepts it).
+    pub(crate) fn sibling<T: mio::event::Source>(
+        &self,
+        source: T,
+        interest: Interest,
+    ) -> io::Result<IoSource<T>> {
+        IoSource::with_driver(self.registration.driver(), source, interest)
+    }
+
+    fn with_driver(driver: &Arc<Driver>, mut source: S, interest: Interest) -> io::Result<Self> {
+        let registration = driver.register(&mut source, interest)?;
+        Ok(IoSource {
+            source,
+            registration,
+        })
+    }
+
+    /// The socket.
+    pub(crate) fn get(&self) -> &S {
+        &self.source
+    }
+
+    /// Runs `f` once `dir` is ready, again after every `WouldBlock`;
+    /// `Pending` with the waker registered under `key` while not ready.
+    pub(crate) fn poll_io<R>(
+        &self,
+        dir: Direction,
+        key: &mut WaitKey,
+        cx: &mut Context<'_>,
+        mut f: impl FnMut(&S) -> io::Result<R>,
+    ) -> Poll<io::Result<R>> {
+        let readiness = self.registration.readiness();
+        loop {
+            let seen = std::task::ready!(readiness.poll_ready(dir, key, cx));
+            if seen.is_shutdown() {
+                return Poll::Ready(Err(shutdown_error()));
+            }
+            match f(&self.source) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => readiness.clear(dir, seen),
+                r => return Poll::Ready(r),
+            }
+        }
+    }
+
+    /// Runs `f` now, whatever the readiness; a `WouldBlock` clears it.
+    pub(crate) fn try_io<R>(
+        &self,
+        dir: Direction,
+        f: impl FnOnce(&S) -> io::Result<R>,
+    ) -> io::Result<R> {
+        let readiness = self.registration.readiness();
+        let seen = readiness.peek(dir);
+        if seen.is_some_and(|s| s.is_shutdown()) {
+            return Err(shutdown_error());
+        }
+        let r = f(&self.source);
+        if let (Err(e), Some(seen)) = (&r, seen) {
+            if e.kind() == io::ErrorKind::WouldBlock {
+                readiness.clear(dir, seen);
+            }
+        }
+        r
+    }
+
+    /// Whether `dir` is ready; registers the waker under `key` if not.
+    pub(crate) fn poll_ready(
+        &self,
+        dir: Direction,
+        key: &mut WaitKey,
+        cx: &mut Context<'_>,
+    ) -> Poll<io::Result<()>> {
+        let seen = std::task::ready!(self.registration.readiness().poll_ready(dir, key, cx));
+        Poll::Ready(if seen.is_shutdown() {
+            Err(shutdown_error())
+        } else {
+            Ok(())
+        })
+    }
+
+    /// Drops the waiter registered under `key` (a wait given up).
+    pub(crate) fn forget(&self, dir: Direction, key: &mut WaitKey) {
+        self.registration.readiness().forget(dir, key);
+    }
+
+    /// The future of a call: `f` until it does not block.
+    pub(crate) fn io<R, F: FnMut(&S) -> io::Result<R>>(
+        &self,
+        dir: Direction,
+        f: F,
+    ) -> IoFuture<'_, S, F> {
+        IoFuture {
+            source: self,
+            dir,
+            key: WaitKey::default(),
+            f,
+        }
+    }
+
+    /// The future that is ready once `dir` is (`readable`, `writable`).
+    pub(crate) fn ready(&self, dir: Direction) -> Ready<'_, S> {
+        Ready {
+            source: self,
+            dir,
+            key: WaitKey::default(),
+        }
+    }
+}
+
+impl<S: mio::event::Source> Drop for IoSource<S> {
+    fn drop(&mut self) {
+        self.registration.deregister(&mut self.source);
+    }
+}
+
+/// The future of [`IoSource::io`].
+pub(crate) struct IoFuture<'a, S: mio::event::Source, F> {
+    source: &'a IoSource<S>,
+    dir: Direction,
+    key: WaitKey,
+    f: F,
+}
+
+impl<S: mio::event::Source, R, F: FnMut(&S) -> io::Result<R> + Unpin> Future
+    for IoFuture<'_, S, F>
+{
+    type Output = io::Result<R>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<R>> {
+        let this = self.get_mut();
+        let r = this
+            .source
+            .poll_io(this.dir, &mut this.key, cx, &mut this.f);
+        if r.is_ready() {
+            this.source.forget(this.dir, &mut this.key);
+        }
+        r
+    }
+}
+
+impl<S: mio::event::Source, F> Drop for IoFuture<'_, S, F> {
+    fn drop(&mut self) {
+        self.source.forget(self.dir, &mut self.key);
+    }
+}
+
+/// The future of [`IoSource::ready`].
+pub(crate) struct Ready<'a, S: mio::event::Source> {
+    source: &'a IoSource<S>,
+    dir: Direction,
+    key: WaitKey,
+}
+
+impl<S: mio::event::Source> Ready<'_, S> {
+    /// Polls for readiness (the op form's repoll uses it too).
+    pub(crate) fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let r = self.source.poll_ready(self.dir, &mut self.key, cx);
+        if r.is_ready() {
+            self.source.forget(self.dir, &mut self.key);
+        }
+        r
+    }
+}
+
+impl<S: mio::event::Source> Future for Ready<'_, S> {
+    type Output = io::Result<()>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.get_mut().poll_ready(cx)
+    }
+}
+
+impl<S: mio::event::Source> Drop for Ready<'_, S> {
+    fn drop(&mut self) {
+        self.source.forget(self.dir, &mut self.key);
+    }
+}
