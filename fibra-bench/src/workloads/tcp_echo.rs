@@ -45,14 +45,15 @@ pub fn cases(config: &Config) -> Vec<Case> {
             ops: connections * round_trips,
             expected: connections * round_trips * SIZE as u64,
         };
-        [
-            spec.on(System::TokioCt, tokio_runner(false, connections, round_trips)),
-            spec.on(System::TokioMt, tokio_runner(true, connections, round_trips)),
-            spec.on(System::Go, Runner::go("tcp-echo")),
-        ]
-        .into_iter()
-        .map(|case| case.with_note(NOTE))
-        .collect::<Vec<_>>()
+        fibra_rows(&spec, config, connections, round_trips)
+            .into_iter()
+            .chain([
+                spec.on(System::TokioCt, tokio_runner(false, connections, round_trips)),
+                spec.on(System::TokioMt, tokio_runner(true, connections, round_trips)),
+                spec.on(System::Go, Runner::go("tcp-echo")),
+            ])
+            .map(|case| case.with_note(NOTE))
+            .collect::<Vec<_>>()
     })
     .collect()
 }
@@ -62,6 +63,92 @@ fn fill_message(msg: &mut [u8; SIZE], k: u64, i: u64) {
     for (j, byte) in msg.iter_mut().enumerate() {
         *byte = (k.wrapping_mul(131).wrapping_add(i.wrapping_mul(7)) as usize).wrapping_add(j) as u8;
     }
+}
+
+/// The rows on fibra's own runtime (`fibra`, `fibra-1`, `fibra-ct`), with
+/// `fibra::net`: the accept loop and every client are spawned tasks.
+#[cfg(feature = "fibra-rt")]
+fn fibra_rows(spec: &Spec, config: &Config, connections: u64, round_trips: u64) -> Vec<Case> {
+    crate::exec::FIBRA_RUNTIME_SYSTEMS
+        .iter()
+        .map(|&system| {
+            let flavour = crate::exec::FibraFlavour::of(system, config.workers)
+                .expect("a fibra runtime row");
+            let runner = Runner::InProcess(Box::new(move || {
+                let rt = flavour.build();
+                let addr = rt.block_on(async {
+                    let listener = fibra::net::TcpListener::bind("127.0.0.1:0")
+                        .await
+                        .expect("bind a loopback port");
+                    let addr = listener.local_addr().expect("local address");
+                    drop(fibra::spawn(fibra_echo_server(listener))); // detached
+                    addr
+                });
+                Box::new(move || {
+                    rt.block_on(async move {
+                        let clients = (0..connections)
+                            .map(|k| fibra::spawn(fibra_client(addr, k, round_trips)))
+                            .collect::<Vec<_>>();
+                        crate::exec::fibra_join_sum(clients).await
+                    })
+                }) as RunFn
+            }));
+            spec.on(system, runner)
+        })
+        .collect()
+}
+
+/// Without fibra's runtime in this build: listed, skipped with a note.
+#[cfg(not(feature = "fibra-rt"))]
+fn fibra_rows(spec: &Spec, _: &Config, _: u64, _: u64) -> Vec<Case> {
+    crate::exec::fibra_rows_unavailable(spec)
+}
+
+/// Accepts connections for ever, a task echoing each.
+#[cfg(feature = "fibra-rt")]
+async fn fibra_echo_server(listener: fibra::net::TcpListener) {
+    loop {
+        let (stream, _) = listener.accept().await.expect("accept");
+        stream.set_nodelay(true).expect("TCP_NODELAY");
+        drop(fibra::spawn(async move {
+            let mut buf = [0u8; 4096];
+            loop {
+                match stream.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => {
+                        if stream.write_all(&buf[..n]).await.is_err() {
+                            break;
+                        }
+                    }
+                }
+            }
+        }));
+    }
+}
+
+/// Client `k`: the bytes of its echoes, every one checked.
+#[cfg(feature = "fibra-rt")]
+async fn fibra_client(addr: SocketAddr, k: u64, round_trips: u64) -> u64 {
+    let stream = fibra::net::TcpStream::connect(addr)
+        .await
+        .expect("connect");
+    stream.set_nodelay(true).expect("TCP_NODELAY");
+    let (mut msg, mut echo) = ([0u8; SIZE], [0u8; SIZE]);
+    let mut bytes = 0;
+    for i in 0..round_trips {
+        fill_message(&mut msg, k, i);
+        stream.write_all(&msg).await.expect("write");
+        let mut got = 0;
+        while got < SIZE {
+            match stream.read(&mut echo[got..]).await.expect("read") {
+                0 => panic!("the server closed client {k}'s connection"),
+                n => got += n,
+            }
+        }
+        assert_eq!(msg, echo, "client {k}, round trip {i}: a wrong echo");
+        bytes += SIZE as u64;
+    }
+    bytes
 }
 
 /// A tokio row: a current-thread runtime, or a multi-thread one with
@@ -162,20 +249,34 @@ mod tests {
         assert_eq!(a[5], (3 * 131 + 40 * 7 + 5) as u8);
     }
 
-    #[test]
-    fn a_tokio_row_echoes_every_byte() {
+    /// Runs the quick 100-connection row of `system` twice (a listener
+    /// serves every run of a row).
+    fn run_twice(system: System) {
         let case = cases(&Config {
             quick: true,
             workers: None,
         })
         .into_iter()
-        .find(|c| c.system == System::TokioCt && c.spec.ops > 500)
-        .expect("the 100-connection tokio-ct row");
+        .find(|c| c.system == system && c.spec.ops > 500)
+        .expect("the 100-connection row");
         let Runner::InProcess(setup) = case.runner else {
             panic!("in-process");
         };
         let mut run = setup();
         assert_eq!(run(), case.spec.expected);
         assert_eq!(run(), case.spec.expected);
+    }
+
+    #[test]
+    fn a_tokio_row_echoes_every_byte() {
+        run_twice(System::TokioCt);
+    }
+
+    #[cfg(feature = "fibra-rt")]
+    #[test]
+    fn the_fibra_rows_echo_every_byte() {
+        for system in crate::exec::FIBRA_RUNTIME_SYSTEMS {
+            run_twice(system);
+        }
     }
 }
