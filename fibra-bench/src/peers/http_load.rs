@@ -233,7 +233,10 @@ fn read_response(stream: &mut impl Read, max_body: usize) -> Result<(usize, Vec<
         }
     }
     if body.len() > length {
-        return Err(format!("{} bytes after a body of {length}", body.len() - length));
+        return Err(format!(
+            "{} bytes after a body of {length}",
+            body.len() - length
+        ));
     }
     Ok((head_len, body))
 }

@@ -98,9 +98,8 @@ pub fn cases(config: &Config) -> Vec<Case> {
                 },
             };
             let runner = |server| Runner::Http { server, load };
-            let this_exe = |system: System| {
-                runner(HttpServer::ThisExe(http_server::args(system, config)))
-            };
+            let this_exe =
+                |system: System| runner(HttpServer::ThisExe(http_server::args(system, config)));
             cases.extend(
                 [
                     spec.on(System::TokioMt, this_exe(System::TokioMt)),

@@ -29,39 +29,43 @@ const NOTE: &str = "tcp-echo: server and clients on the row's runtime in one pro
 
 /// The rows.
 pub fn cases(config: &Config) -> Vec<Case> {
-    [
-        (1, config.size(20_000, 500)),
-        (100, config.size(500, 20)),
-    ]
-    .into_iter()
-    .flat_map(|(connections, round_trips)| {
-        let spec = Spec {
-            group: "io",
-            workload: "tcp-echo",
-            params: Params::new()
-                .with("connections", connections)
-                .with("round_trips", round_trips)
-                .with("size", SIZE as u64),
-            ops: connections * round_trips,
-            expected: connections * round_trips * SIZE as u64,
-        };
-        fibra_rows(&spec, config, connections, round_trips)
-            .into_iter()
-            .chain([
-                spec.on(System::TokioCt, tokio_runner(false, connections, round_trips)),
-                spec.on(System::TokioMt, tokio_runner(true, connections, round_trips)),
-                spec.on(System::Go, Runner::go("tcp-echo")),
-            ])
-            .map(|case| case.with_note(NOTE))
-            .collect::<Vec<_>>()
-    })
-    .collect()
+    [(1, config.size(20_000, 500)), (100, config.size(500, 20))]
+        .into_iter()
+        .flat_map(|(connections, round_trips)| {
+            let spec = Spec {
+                group: "io",
+                workload: "tcp-echo",
+                params: Params::new()
+                    .with("connections", connections)
+                    .with("round_trips", round_trips)
+                    .with("size", SIZE as u64),
+                ops: connections * round_trips,
+                expected: connections * round_trips * SIZE as u64,
+            };
+            fibra_rows(&spec, config, connections, round_trips)
+                .into_iter()
+                .chain([
+                    spec.on(
+                        System::TokioCt,
+                        tokio_runner(false, connections, round_trips),
+                    ),
+                    spec.on(
+                        System::TokioMt,
+                        tokio_runner(true, connections, round_trips),
+                    ),
+                    spec.on(System::Go, Runner::go("tcp-echo")),
+                ])
+                .map(|case| case.with_note(NOTE))
+                .collect::<Vec<_>>()
+        })
+        .collect()
 }
 
 /// Message `i` of client `k` (the Go program sends the same bytes).
 fn fill_message(msg: &mut [u8; SIZE], k: u64, i: u64) {
     for (j, byte) in msg.iter_mut().enumerate() {
-        *byte = (k.wrapping_mul(131).wrapping_add(i.wrapping_mul(7)) as usize).wrapping_add(j) as u8;
+        *byte =
+            (k.wrapping_mul(131).wrapping_add(i.wrapping_mul(7)) as usize).wrapping_add(j) as u8;
     }
 }
 
@@ -72,8 +76,8 @@ fn fibra_rows(spec: &Spec, config: &Config, connections: u64, round_trips: u64) 
     crate::exec::FIBRA_RUNTIME_SYSTEMS
         .iter()
         .map(|&system| {
-            let flavour = crate::exec::FibraFlavour::of(system, config.workers)
-                .expect("a fibra runtime row");
+            let flavour =
+                crate::exec::FibraFlavour::of(system, config.workers).expect("a fibra runtime row");
             let runner = Runner::InProcess(Box::new(move || {
                 let rt = flavour.build();
                 let addr = rt.block_on(async {
@@ -129,9 +133,7 @@ async fn fibra_echo_server(listener: fibra::net::TcpListener) {
 /// Client `k`: the bytes of its echoes, every one checked.
 #[cfg(feature = "fibra-rt")]
 async fn fibra_client(addr: SocketAddr, k: u64, round_trips: u64) -> u64 {
-    let stream = fibra::net::TcpStream::connect(addr)
-        .await
-        .expect("connect");
+    let stream = fibra::net::TcpStream::connect(addr).await.expect("connect");
     stream.set_nodelay(true).expect("TCP_NODELAY");
     let (mut msg, mut echo) = ([0u8; SIZE], [0u8; SIZE]);
     let mut bytes = 0;
@@ -210,9 +212,7 @@ async fn tokio_echo_server(listener: tokio::net::TcpListener) {
 /// Client `k`: the bytes of its echoes, every one checked.
 async fn tokio_client(addr: SocketAddr, k: u64, round_trips: u64) -> u64 {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut stream = tokio::net::TcpStream::connect(addr)
-        .await
-        .expect("connect");
+    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
     stream.set_nodelay(true).expect("TCP_NODELAY");
     let (mut msg, mut echo) = ([0u8; SIZE], [0u8; SIZE]);
     let mut bytes = 0;
