@@ -34,6 +34,9 @@
 //! An accepted connection or a received datagram whose branch loses the
 //! choice is not lost: the next accept or receive returns it.
 
+mod compat;
+#[cfg(feature = "hyper")]
+mod hyper_rt;
 mod io_op;
 mod split;
 mod tcp_listener;
@@ -44,3 +47,6 @@ pub use split::{OwnedReadHalf, OwnedWriteHalf, ReadHalf, ReuniteError, WriteHalf
 pub use tcp_listener::{AcceptOp, TcpListener};
 pub use tcp_stream::{ReadyOp, TcpStream};
 pub use udp::{RecvFromOp, UdpSocket};
+
+#[cfg(feature = "hyper")]
+pub use hyper_rt::{HyperExecutor, HyperTimer};

@@ -423,6 +423,29 @@ impl TcpStream {
             })
     }
 
+    /// `poll_read` of the traits whose buffers may be uninitialised
+    /// (tokio's, hyper's): the bytes go there through `read(2)` on a raw
+    /// pointer, no reference to uninitialised memory is made.
+    #[cfg(any(feature = "tokio", feature = "hyper"))]
+    pub(super) fn poll_read_uninit(
+        &self,
+        cx: &mut Context<'_>,
+        buf: &mut [std::mem::MaybeUninit<u8>],
+    ) -> Poll<io::Result<usize>> {
+        use std::os::fd::AsRawFd;
+        let (ptr, len) = (buf.as_mut_ptr(), buf.len());
+        self.io
+            .poll_io(Direction::Read, &mut WaitKey::for_poll(), cx, |s| {
+                // SAFETY: `ptr` points to `len` writable bytes of `buf`,
+                // borrowed mutably for this call; `read(2)` writes at most
+                // `len` bytes there and reads none, and `s` is an open
+                // socket owned by this stream.
+                let n = unsafe { libc::read(s.as_raw_fd(), ptr.cast(), len) };
+                // A negative return is an error (errno); else a count.
+                usize::try_from(n).map_err(|_| io::Error::last_os_error())
+            })
+    }
+
     /// `poll_write` of the I/O traits.
     pub(super) fn poll_write_buf(
         &self,
