@@ -102,6 +102,7 @@ pub fn cases(config: &Config) -> Vec<Case> {
                 |system: System| runner(HttpServer::ThisExe(http_server::args(system, config)));
             cases.extend(
                 [
+                    spec.on(System::Fibra, fibra_runner(this_exe(System::Fibra))),
                     spec.on(System::TokioMt, this_exe(System::TokioMt)),
                     spec.on(System::Go, runner(HttpServer::Go("http-server"))),
                 ]
@@ -111,6 +112,17 @@ pub fn cases(config: &Config) -> Vec<Case> {
         }
     }
     cases
+}
+
+/// The fibra row's runner: skipped with a note in a build without fibra's
+/// runtime.
+fn fibra_runner(runner: Runner) -> Runner {
+    #[cfg(not(feature = "fibra-rt"))]
+    let runner = {
+        drop(runner);
+        Runner::Unavailable(crate::exec::NO_FIBRA_RT)
+    };
+    runner
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@
 
 use std::convert::Infallible;
 use std::io::Write;
+use std::net::SocketAddr;
 use std::process::ExitCode;
 
 use bytes::Bytes;
@@ -54,7 +55,7 @@ async fn respond(request: Request<Incoming>) -> Result<Response<Full<Bytes>>, In
 }
 
 /// Prints the address the server listens on, for the harness.
-fn announce(addr: std::net::SocketAddr) {
+fn announce(addr: SocketAddr) {
     let mut stdout = std::io::stdout();
     let _ = writeln!(stdout, "{addr}");
     let _ = stdout.flush();
@@ -82,9 +83,12 @@ pub fn main(args: &[String]) -> ExitCode {
         std::process::exit(0);
     });
     let served = match system.as_str() {
-        "tokio-mt" => serve_tokio(),
+        "tokio-mt" => serve_tokio(announce),
+        #[cfg(feature = "fibra-rt")]
+        "fibra" => serve_fibra(workers, announce),
         other => Err(format!("no HTTP server for system `{other}`")),
     };
+    #[cfg(not(feature = "fibra-rt"))]
     let _ = workers;
     match served {
         Ok(()) => ExitCode::SUCCESS,
@@ -96,8 +100,8 @@ pub fn main(args: &[String]) -> ExitCode {
 }
 
 /// hyper on tokio's multi-thread runtime (2 workers); the accept loop is a
-/// task too.
-fn serve_tokio() -> Result<(), String> {
+/// task too. `bound` is told the address once the server listens.
+fn serve_tokio(bound: impl FnOnce(SocketAddr)) -> Result<(), String> {
     use hyper_util::rt::{TokioIo, TokioTimer};
 
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -109,7 +113,7 @@ fn serve_tokio() -> Result<(), String> {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .map_err(|e| format!("bind: {e}"))?;
-        announce(listener.local_addr().map_err(|e| e.to_string())?);
+        bound(listener.local_addr().map_err(|e| e.to_string())?);
         let accept = tokio::spawn(async move {
             loop {
                 let (stream, _) = match listener.accept().await {
@@ -130,4 +134,102 @@ fn serve_tokio() -> Result<(), String> {
         });
         Err(accept.await.map_err(|e| e.to_string())?)
     })
+}
+
+/// hyper on fibra's multi-thread runtime (one worker per core, or
+/// `workers`), over `fibra::net::TcpStream` (fibra's feature `hyper`),
+/// with fibra's `HyperTimer`; the accept loop is a task too. `bound` is
+/// told the address once the server listens.
+#[cfg(feature = "fibra-rt")]
+fn serve_fibra(
+    workers: Option<usize>,
+    bound: impl FnOnce(SocketAddr) + Send + 'static,
+) -> Result<(), String> {
+    let rt = crate::exec::FibraFlavour::Multi(workers).build();
+    rt.block_on(async {
+        let listener = fibra::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .map_err(|e| format!("bind: {e}"))?;
+        bound(listener.local_addr().map_err(|e| e.to_string())?);
+        let accept = fibra::spawn(async move {
+            loop {
+                let (stream, _) = match listener.accept().await {
+                    Ok(accepted) => accepted,
+                    Err(e) => return format!("accept: {e}"),
+                };
+                let _ = stream.set_nodelay(true);
+                drop(fibra::spawn(async move {
+                    let service = hyper::service::service_fn(respond);
+                    // A connection's end (the client closed it or reset
+                    // it when its run stopped) is no error of the server.
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .timer(fibra::net::HyperTimer)
+                        .serve_connection(stream, service)
+                        .await;
+                })); // detached
+            }
+        });
+        Err(accept.await.map_err(|e| e.to_string())?)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::peers::http_load::{Load, check};
+    use crate::peers::wrk;
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    /// Starts `serve` on a thread of its own (left running: the test
+    /// process ends with it) and returns its address.
+    fn start(serve: fn(mpsc::Sender<SocketAddr>) -> Result<(), String>) -> SocketAddr {
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || serve(tx));
+        rx.recv_timeout(Duration::from_secs(10))
+            .expect("the server listens")
+    }
+
+    /// The check every run of a row makes, on both paths.
+    fn answers_both_paths(addr: SocketAddr) {
+        for path in ["/", "/file"] {
+            let body = body(path).unwrap();
+            let load = Load {
+                path,
+                body,
+                wrk: wrk::Options {
+                    threads: 1,
+                    connections: 1,
+                    duration: Duration::from_millis(1),
+                },
+            };
+            let response_len = check(addr, &load).unwrap();
+            assert!(response_len > body.len() as u64, "{path}");
+            // The same size every time (wrk's byte count relies on it).
+            assert_eq!(check(addr, &load).unwrap(), response_len, "{path}");
+        }
+        let missing = Load {
+            path: "/nope",
+            body: b"",
+            wrk: wrk::Options {
+                threads: 1,
+                connections: 1,
+                duration: Duration::from_millis(1),
+            },
+        };
+        assert!(check(addr, &missing).unwrap_err().contains("404"));
+    }
+
+    #[test]
+    fn the_tokio_server_answers() {
+        answers_both_paths(start(|tx| serve_tokio(move |addr| tx.send(addr).unwrap())));
+    }
+
+    #[cfg(feature = "fibra-rt")]
+    #[test]
+    fn the_fibra_server_answers() {
+        answers_both_paths(start(|tx| {
+            serve_fibra(Some(2), move |addr| tx.send(addr).unwrap())
+        }));
+    }
 }
