@@ -73,7 +73,7 @@ pub fn body(path: &str) -> Option<&'static [u8]> {
 
 /// The rows.
 pub fn cases(config: &Config) -> Vec<Case> {
-    let duration_ms = config.size(2_000, 200);
+    let duration_ms = config.size(2_000, 100);
     let mut cases = Vec::new();
     for (workload, path) in [("http-hello", "/"), ("http-file", "/file")] {
         let body = body(path).expect("a path the servers answer");
