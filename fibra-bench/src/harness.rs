@@ -648,7 +648,23 @@ mod tests {
 
     #[test]
     fn unavailable_peers_skip_with_one_note_each() {
+        let load = http_load::Load {
+            path: "/",
+            body: b"",
+            wrk: wrk::Options {
+                threads: 1,
+                connections: 1,
+                duration: std::time::Duration::from_millis(1),
+            },
+        };
         let cases = vec![
+            spec(7).on(
+                System::Go,
+                Runner::Http {
+                    server: HttpServer::Go("z"),
+                    load,
+                },
+            ),
             spec(7).on(System::Go, Runner::go("x")),
             spec(7).on(System::Go, Runner::go("y")),
             spec(7).on(System::Erlang, Runner::erlang("x")),
