@@ -5,9 +5,11 @@
 //! The source belongs to the runtime it was made in: its readiness comes
 //! from that runtime's driver, whichever thread or executor waits on it.
 //! Once that runtime shuts down, every call fails with
-//! [`shutdown_error`](super::shutdown_error).
+//! [`shutdown_error`](super::driver::shutdown_error); while a current-thread
+//! runtime is outside its `block_on`, every wait fails with
+//! [`paused_error`](super::driver::paused_error).
 
-use super::driver::{Driver, Registration, shutdown_error};
+use super::driver::{Driver, Registration, paused_error, shutdown_error};
 use super::readiness::{Direction, WaitKey};
 use mio::Interest;
 use std::future::Future;
@@ -85,6 +87,9 @@ impl<S: mio::event::Source> IoSource<S> {
             if seen.is_shutdown() {
                 return Poll::Ready(Err(shutdown_error()));
             }
+            if seen.is_paused() {
+                return Poll::Ready(Err(paused_error()));
+            }
             match f(&self.source) {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => readiness.clear(dir, seen),
                 Ok(r) => {
@@ -128,6 +133,8 @@ impl<S: mio::event::Source> IoSource<S> {
         let seen = std::task::ready!(self.registration.readiness().poll_ready(dir, key, cx));
         Poll::Ready(if seen.is_shutdown() {
             Err(shutdown_error())
+        } else if seen.is_paused() {
+            Err(paused_error())
         } else {
             Ok(())
         })
