@@ -418,10 +418,14 @@ impl TcpStream {
         cx: &mut Context<'_>,
         buf: &mut [u8],
     ) -> Poll<io::Result<usize>> {
-        self.io
-            .poll_io(Direction::Read, &mut WaitKey::for_poll(), cx, |s| {
-                (&*s).read(buf)
-            })
+        let len = buf.len();
+        self.io.poll_io_drained(
+            Direction::Read,
+            &mut WaitKey::for_poll(),
+            cx,
+            |s| (&*s).read(buf),
+            |n| short_read(n, len),
+        )
     }
 
     /// `poll_read` of the traits whose buffers may be uninitialised
