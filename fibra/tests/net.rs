@@ -390,3 +390,37 @@ fn shutting_the_runtime_down_closes_the_sockets_its_tasks_held() {
         "EOF: the server's socket closed"
     );
 }
+
+#[test]
+fn a_current_thread_runtime_outside_block_on_fails_waits_instead_of_hanging() {
+    let rt = Runtime::builder().current_thread().build().unwrap();
+    let (conn, peer) = rt.block_on(async {
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let peer = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (s, _) = l.accept().await.unwrap();
+        (s, peer)
+    });
+    let conn = std::sync::Arc::new(conn);
+    // Nobody polls the runtime's sockets now: a wait fails at once.
+    let err = fibra::block_on(conn.read(&mut [0u8; 4])).unwrap_err();
+    assert!(err.to_string().contains("not running"), "{err}");
+    // A non-waiting call still works.
+    assert_eq!(conn.try_write(b"x").unwrap(), 1);
+    // A thread waiting while `block_on` runs is told when it returns.
+    let waiter = {
+        let conn = conn.clone();
+        std::thread::spawn(move || fibra::block_on(conn.read(&mut [0u8; 4])))
+    };
+    rt.block_on(async { fibra::time::sleep(Duration::from_millis(50)).await });
+    let err = waiter.join().unwrap().unwrap_err();
+    assert!(err.to_string().contains("not running"), "{err}");
+    // Inside `block_on` again, the socket works.
+    let mut peer = peer;
+    peer.write_all(b"back").unwrap();
+    let conn2 = conn.clone();
+    let got = rt.block_on(async move {
+        let mut b = [0u8; 4];
+        conn2.read_exact(&mut b).await.map(|()| b)
+    });
+    assert_eq!(&got.unwrap(), b"back");
+}

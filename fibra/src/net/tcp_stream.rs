@@ -3,7 +3,7 @@
 
 use super::io_op::{Attempt, IoOp, socket_op};
 use super::split::{OwnedReadHalf, OwnedWriteHalf, ReadHalf, WriteHalf};
-use crate::rt::io::{Direction, IoSource, WaitKey};
+use crate::rt::io::{Direction, IoSource, WaitKey, short_read};
 use std::fmt;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, ToSocketAddrs};
@@ -142,7 +142,8 @@ impl TcpStream {
     /// # });
     /// ```
     pub async fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
-        self.io.io(Direction::Read, |s| (&*s).read(buf)).await
+        let len = buf.len();
+        self.io.read_io(len, |s| (&*s).read(buf)).await
     }
 
     /// Reads exactly `buf.len()` bytes; `UnexpectedEof` if the stream ends
@@ -417,10 +418,14 @@ impl TcpStream {
         cx: &mut Context<'_>,
         buf: &mut [u8],
     ) -> Poll<io::Result<usize>> {
-        self.io
-            .poll_io(Direction::Read, &mut WaitKey::for_poll(), cx, |s| {
-                (&*s).read(buf)
-            })
+        let len = buf.len();
+        self.io.poll_io_drained(
+            Direction::Read,
+            &mut WaitKey::for_poll(),
+            cx,
+            |s| (&*s).read(buf),
+            |n| short_read(n, len),
+        )
     }
 
     /// `poll_read` of the traits whose buffers may be uninitialised
@@ -434,8 +439,11 @@ impl TcpStream {
     ) -> Poll<io::Result<usize>> {
         use std::os::fd::AsRawFd;
         let (ptr, len) = (buf.as_mut_ptr(), buf.len());
-        self.io
-            .poll_io(Direction::Read, &mut WaitKey::for_poll(), cx, |s| {
+        self.io.poll_io_drained(
+            Direction::Read,
+            &mut WaitKey::for_poll(),
+            cx,
+            |s| {
                 // SAFETY: `ptr` points to `len` writable bytes of `buf`,
                 // borrowed mutably for this call; `read(2)` writes at most
                 // `len` bytes there and reads none, and `s` is an open
@@ -443,7 +451,9 @@ impl TcpStream {
                 let n = unsafe { libc::read(s.as_raw_fd(), ptr.cast(), len) };
                 // A negative return is an error (errno); else a count.
                 usize::try_from(n).map_err(|_| io::Error::last_os_error())
-            })
+            },
+            |n| short_read(n, len),
+        )
     }
 
     /// `poll_write` of the I/O traits.

@@ -72,6 +72,17 @@ use std::task::{Context, Poll};
 use task::{Task, TaskRef};
 use worker::{WorkerCtx, with_current};
 
+/// See [`Shared::io_running`].
+struct IoRunning<'a>(&'a Shared);
+
+impl Drop for IoRunning<'_> {
+    fn drop(&mut self) {
+        if let Some(d) = self.0.io.get() {
+            d.pause(true);
+        }
+    }
+}
+
 /// State shared by a runtime's workers, handles and tasks.
 pub(crate) struct Shared {
     injector: Injector<TaskRef>,
@@ -322,6 +333,16 @@ impl Shared {
         let made = Arc::new(io::Driver::new()?);
         // Another thread may have made one meanwhile: theirs wins.
         Ok(self.io.get_or_init(|| made).clone())
+    }
+
+    /// A current-thread runtime's `block_on` is running its loop until the
+    /// guard drops: its sockets' waits work meanwhile, and fail at once
+    /// (instead of hanging) while it is not (`io/readiness.rs`, `PAUSED`).
+    fn io_running(&self) -> IoRunning<'_> {
+        if let Some(d) = self.io.get() {
+            d.pause(false);
+        }
+        IoRunning(self)
     }
 
     /// Wakes worker `i`, in its poll if it sleeps there (`park.rs`).
@@ -607,6 +628,7 @@ impl Runtime {
             shared: self.shared.clone(),
         });
         let waker = std::task::Waker::from(root_waker.clone());
+        let _io = self.shared.io_running();
         let out = {
             let mut root = std::pin::pin!(set.run_until(future));
             ctx.enter(|| {
@@ -648,6 +670,7 @@ impl Runtime {
             .take()
             .expect("one `block_on` at a time on a current-thread runtime");
         let ctx = WorkerCtx::new(self.shared.clone(), 0, local);
+        let _io = self.shared.io_running();
         ctx.enter(|| ctx.run(|| handle.is_finished()));
         *lock(slot) = Some(ctx.into_local());
         let waker = std::task::Waker::noop();

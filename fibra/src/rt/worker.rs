@@ -435,7 +435,7 @@ impl WorkerCtx {
         let tick = self.tick.get().wrapping_add(1);
         self.tick.set(tick);
         if tick % INJECTOR_INTERVAL == 0 {
-            self.poll_io_now();
+            let _ = self.poll_io_now();
             if let Some(t) = self.steal_injector() {
                 return Some(t);
             }
@@ -618,6 +618,12 @@ impl WorkerCtx {
                 self.release_all_retained();
                 continue;
             }
+            // Out of local work: I/O that is already in (a reply on a
+            // loopback socket, say) before spinning to steal; one system
+            // call, and only in a runtime that opened a socket.
+            if self.poll_io_now() > 0 {
+                continue;
+            }
             if let Some(task) = self.search(searching) {
                 searching = false;
                 self.run_task(task);
@@ -703,15 +709,18 @@ impl WorkerCtx {
     /// runtime's sockets are served between tasks, not only when a
     /// worker sleeps. One system call every `INJECTOR_INTERVAL` ticks,
     /// only in runtimes that opened a socket.
-    fn poll_io_now(&self) {
+    /// Returns how many sources had events.
+    fn poll_io_now(&self) -> usize {
         #[cfg(not(loom))]
         if let Some(driver) = self.shared.io.get() {
             if let Some(mut poller) = driver.try_poller() {
                 // The woken tasks go to the back of our stealable queue
                 // (`finishing`): many may wake at once.
-                self.finishing(|| driver.turn(&mut poller, Some(std::time::Duration::ZERO)));
+                return self
+                    .finishing(|| driver.turn(&mut poller, Some(std::time::Duration::ZERO)));
             }
         }
+        0
     }
 
     /// How long to sleep when out of work (`rescue.rs`): a tick while

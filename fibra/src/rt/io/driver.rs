@@ -20,7 +20,9 @@
 //! * After `shutdown`, no registration succeeds and every slot registered
 //!   before has `SHUTDOWN` set.
 
-use super::readiness::{ERROR, READ_CLOSED, READABLE, Readiness, SHUTDOWN, WRITABLE, WRITE_CLOSED};
+use super::readiness::{
+    ERROR, PAUSED, READ_CLOSED, READABLE, Readiness, SHUTDOWN, WRITABLE, WRITE_CLOSED,
+};
 use mio::{Events, Interest, Poll, Registry, Token};
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -53,6 +55,8 @@ pub(crate) struct Poller {
 struct Sources {
     slots: Vec<Slot>,
     free: Vec<usize>,
+    /// A current-thread runtime outside its `block_on` (`PAUSED`).
+    paused: bool,
 }
 
 #[derive(Default)]
@@ -76,6 +80,16 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// The error every I/O call returns once its runtime shut down.
 pub(crate) fn shutdown_error() -> io::Error {
     io::Error::other("the fibra runtime this I/O object belongs to has shut down")
+}
+
+/// The error of a wait on a source whose current-thread runtime is not
+/// running.
+pub(crate) fn paused_error() -> io::Error {
+    io::Error::other(
+        "the current-thread fibra runtime this I/O object belongs to is not running (no \
+         `block_on` in progress), so nothing polls its sockets: use the socket inside that \
+         runtime's `block_on`, or make it on a multi-thread runtime",
+    )
 }
 
 impl Driver {
@@ -123,6 +137,10 @@ impl Driver {
                     "fibra: too many I/O sources in one runtime",
                 ));
             }
+            if sources.paused {
+                // Not shared yet: a plain event on our own slot.
+                readiness.set(PAUSED);
+            }
             let slot = &mut sources.slots[index];
             slot.readiness = Some(readiness.clone());
             Token(((slot.generation as usize) << INDEX_BITS) | index)
@@ -169,6 +187,28 @@ impl Driver {
             r.set(SHUTDOWN);
         }
         self.wake();
+    }
+
+    /// A current-thread runtime leaves (`true`) or enters (`false`) its
+    /// `block_on`: while it is out nobody turns the poll, so every wait on
+    /// its sources ends at once with an error (`PAUSED`) instead of hanging.
+    pub(crate) fn pause(&self, paused: bool) {
+        let all: Vec<Arc<Readiness>> = {
+            let mut sources = lock(&self.sources);
+            sources.paused = paused;
+            sources
+                .slots
+                .iter()
+                .filter_map(|s| s.readiness.clone())
+                .collect()
+        };
+        for r in all {
+            if paused {
+                r.set(PAUSED);
+            } else {
+                r.unpause();
+            }
+        }
     }
 
     /// Waits for events up to `timeout` (`None`: until one comes or the

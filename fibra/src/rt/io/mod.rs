@@ -9,4 +9,4 @@ mod source;
 
 pub(crate) use driver::Driver;
 pub(crate) use readiness::{Direction, WaitKey};
-pub(crate) use source::IoSource;
+pub(crate) use source::{IoSource, short_read};

@@ -18,6 +18,8 @@
 //!   before it registers. So either the waiter sees the poller's bits, or
 //!   the poller, whose bits were stored before it took the lock, finds the
 //!   waiter: a readiness edge never goes unnoticed.
+//! * `PAUSED` is set (an event: waiters are woken) when a current-thread
+//!   runtime leaves its `block_on`, and cleared when it enters it again.
 //! * `SHUTDOWN` is set once, when the runtime owning the source shuts
 //!   down (or its driver goes); it is never cleared, and it makes every
 //!   wait ready at once (the I/O object then reports an error).
@@ -38,6 +40,10 @@ pub(crate) const WRITE_CLOSED: usize = 1 << 3;
 pub(crate) const ERROR: usize = 1 << 4;
 /// The owning runtime shut down: every wait is over.
 pub(crate) const SHUTDOWN: usize = 1 << 5;
+/// The owning runtime is a current-thread one outside its `block_on`:
+/// nothing polls the source, so a wait ends at once (with an error) instead
+/// of hanging. Cleared when its `block_on` runs again.
+pub(crate) const PAUSED: usize = 1 << 6;
 const BITS: usize = 16;
 const MASK: usize = (1 << BITS) - 1;
 
@@ -52,8 +58,8 @@ impl Direction {
     /// The bits that end a wait in this direction.
     fn ready_mask(self) -> usize {
         match self {
-            Direction::Read => READABLE | READ_CLOSED | ERROR | SHUTDOWN,
-            Direction::Write => WRITABLE | WRITE_CLOSED | ERROR | SHUTDOWN,
+            Direction::Read => READABLE | READ_CLOSED | ERROR | SHUTDOWN | PAUSED,
+            Direction::Write => WRITABLE | WRITE_CLOSED | ERROR | SHUTDOWN | PAUSED,
         }
     }
 
@@ -74,6 +80,11 @@ impl Seen {
     /// The runtime owning the source shut down.
     pub(crate) fn is_shutdown(self) -> bool {
         self.0 & SHUTDOWN != 0
+    }
+
+    /// The owning current-thread runtime is not running (`PAUSED`).
+    pub(crate) fn is_paused(self) -> bool {
+        self.0 & PAUSED != 0
     }
 }
 
@@ -237,6 +248,13 @@ impl Readiness {
             woken
         };
         crate::wake::wake_all(woken);
+    }
+
+    /// Clears `PAUSED` (its runtime's `block_on` runs again); setting it is
+    /// an event ([`set`](Self::set)), which wakes the waiters.
+    pub(crate) fn unpause(&self) {
+        // Release: pairs with the Acquire loads of the waits that follow.
+        self.word.fetch_and(!PAUSED, Ordering::Release);
     }
 
     /// The word as it is now (for a non-waiting attempt: `try_read`).

@@ -5,9 +5,11 @@
 //! The source belongs to the runtime it was made in: its readiness comes
 //! from that runtime's driver, whichever thread or executor waits on it.
 //! Once that runtime shuts down, every call fails with
-//! [`shutdown_error`](super::shutdown_error).
+//! [`shutdown_error`](super::driver::shutdown_error); while a current-thread
+//! runtime is outside its `block_on`, every wait fails with
+//! [`paused_error`](super::driver::paused_error).
 
-use super::driver::{Driver, Registration, shutdown_error};
+use super::driver::{Driver, Registration, paused_error, shutdown_error};
 use super::readiness::{Direction, WaitKey};
 use mio::Interest;
 use std::future::Future;
@@ -60,7 +62,24 @@ impl<S: mio::event::Source> IoSource<S> {
         dir: Direction,
         key: &mut WaitKey,
         cx: &mut Context<'_>,
+        f: impl FnMut(&S) -> io::Result<R>,
+    ) -> Poll<io::Result<R>> {
+        self.poll_io_drained(dir, key, cx, f, |_| false)
+    }
+
+    /// [`poll_io`](Self::poll_io), where a result for which `drained` is
+    /// true also clears the readiness: a stream read that returned fewer
+    /// bytes than asked emptied the socket's buffer, so the next read
+    /// waits for the next edge instead of paying a system call to learn
+    /// `WouldBlock`. Data arriving after the read makes a new edge (the
+    /// clear is conditional on the tick, like any other).
+    pub(crate) fn poll_io_drained<R>(
+        &self,
+        dir: Direction,
+        key: &mut WaitKey,
+        cx: &mut Context<'_>,
         mut f: impl FnMut(&S) -> io::Result<R>,
+        drained: impl Fn(&R) -> bool,
     ) -> Poll<io::Result<R>> {
         let readiness = self.registration.readiness();
         loop {
@@ -68,8 +87,17 @@ impl<S: mio::event::Source> IoSource<S> {
             if seen.is_shutdown() {
                 return Poll::Ready(Err(shutdown_error()));
             }
+            if seen.is_paused() {
+                return Poll::Ready(Err(paused_error()));
+            }
             match f(&self.source) {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => readiness.clear(dir, seen),
+                Ok(r) => {
+                    if drained(&r) {
+                        readiness.clear(dir, seen);
+                    }
+                    return Poll::Ready(Ok(r));
+                }
                 r => return Poll::Ready(r),
             }
         }
@@ -105,6 +133,8 @@ impl<S: mio::event::Source> IoSource<S> {
         let seen = std::task::ready!(self.registration.readiness().poll_ready(dir, key, cx));
         Poll::Ready(if seen.is_shutdown() {
             Err(shutdown_error())
+        } else if seen.is_paused() {
+            Err(paused_error())
         } else {
             Ok(())
         })
@@ -120,12 +150,30 @@ impl<S: mio::event::Source> IoSource<S> {
         &self,
         dir: Direction,
         f: F,
-    ) -> IoFuture<'_, S, F> {
+    ) -> IoFuture<'_, S, F, R> {
         IoFuture {
             source: self,
             dir,
             key: WaitKey::default(),
             f,
+            drained: (never, 0),
+        }
+    }
+
+    /// The future of a stream read into `len` bytes: `f` until it does
+    /// not block; a short read clears the readiness
+    /// ([`poll_io_drained`](Self::poll_io_drained)).
+    pub(crate) fn read_io<F: FnMut(&S) -> io::Result<usize>>(
+        &self,
+        len: usize,
+        f: F,
+    ) -> IoFuture<'_, S, F, usize> {
+        IoFuture {
+            source: self,
+            dir: Direction::Read,
+            key: WaitKey::default(),
+            f,
+            drained: (short_read, len),
         }
     }
 
@@ -145,24 +193,40 @@ impl<S: mio::event::Source> Drop for IoSource<S> {
     }
 }
 
-/// The future of [`IoSource::io`].
-pub(crate) struct IoFuture<'a, S: mio::event::Source, F> {
+/// Whether a read that returned `n` of `len` bytes emptied the socket:
+/// `0 < n < len` (0 is the end of the stream, or an empty buffer).
+pub(crate) fn short_read(n: &usize, len: usize) -> bool {
+    *n > 0 && *n < len
+}
+
+/// No result proves the socket drained.
+fn never<R>(_: &R, _: usize) -> bool {
+    false
+}
+
+/// The future of [`IoSource::io`] and [`IoSource::read_io`].
+pub(crate) struct IoFuture<'a, S: mio::event::Source, F, R> {
     source: &'a IoSource<S>,
     dir: Direction,
     key: WaitKey,
     f: F,
+    /// Whether a result emptied the socket, given the second field.
+    drained: (fn(&R, usize) -> bool, usize),
 }
 
 impl<S: mio::event::Source, R, F: FnMut(&S) -> io::Result<R> + Unpin> Future
-    for IoFuture<'_, S, F>
+    for IoFuture<'_, S, F, R>
 {
     type Output = io::Result<R>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<R>> {
         let this = self.get_mut();
+        let (drained, len) = this.drained;
         let r = this
             .source
-            .poll_io(this.dir, &mut this.key, cx, &mut this.f);
+            .poll_io_drained(this.dir, &mut this.key, cx, &mut this.f, |r| {
+                drained(r, len)
+            });
         if r.is_ready() {
             this.source.forget(this.dir, &mut this.key);
         }
@@ -170,7 +234,7 @@ impl<S: mio::event::Source, R, F: FnMut(&S) -> io::Result<R> + Unpin> Future
     }
 }
 
-impl<S: mio::event::Source, F> Drop for IoFuture<'_, S, F> {
+impl<S: mio::event::Source, F, R> Drop for IoFuture<'_, S, F, R> {
     fn drop(&mut self) {
         self.source.forget(self.dir, &mut self.key);
     }
