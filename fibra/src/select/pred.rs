@@ -37,6 +37,39 @@ enum Instr {
     Or { right: usize },
 }
 
+/// Sets of clauses, as bit masks (clause `i` is bit `i`).
+type Terms = SmallVec<[u64; 4]>;
+
+/// The most sets of clauses a compiled predicate keeps (`a & b` over `m`
+/// and `n` sets makes `m * n`): beyond, it stays a program.
+const MAX_TERMS: usize = 16;
+
+/// A predicate compiled for one statement by [`Pred::compile`].
+pub(super) enum Compiled {
+    /// `and` only: holds when every clause of the mask is done.
+    All(u64),
+    /// `or` only: holds when some clause of the mask is done.
+    Any(u64),
+    /// Holds when every clause of one of the sets is done (a disjunctive
+    /// normal form): a few instructions per set.
+    Terms(Terms),
+    /// The program, for predicates with more sets or clauses beyond 64.
+    Prog(Pred),
+}
+
+impl Compiled {
+    /// Whether the predicate holds, `done` being the mask of the first 64
+    /// clauses done and `done_at(i)` whether clause `i` is.
+    pub(super) fn holds(&self, stmt: StmtId, done: u64, done_at: &impl Fn(usize) -> bool) -> bool {
+        match self {
+            Compiled::All(mask) => mask & !done == 0,
+            Compiled::Any(mask) => mask & done != 0,
+            Compiled::Terms(terms) => terms.iter().any(|&t| t & !done == 0),
+            Compiled::Prog(pred) => pred.holds(stmt, done_at),
+        }
+    }
+}
+
 /// Instructions kept inline: `2n - 1` for `n` clauses, so five clauses.
 const INLINE: usize = 9;
 
@@ -84,6 +117,70 @@ impl Pred {
             }
             Instr::Or { right } => {
                 self.holds_at(at - 1, stmt, done) || self.holds_at(at - 1 - right, stmt, done)
+            }
+        }
+    }
+
+    /// The predicate compiled for statement `stmt` with `clauses` clauses.
+    pub(super) fn compile(self, stmt: StmtId, clauses: usize) -> Compiled {
+        // `and` only or `or` only, over clauses with a bit: one mask.
+        let (mut mask, mut ands, mut ors, mut absent) = (0u64, false, false, false);
+        for instr in &self.prog {
+            match *instr {
+                Instr::Clause { index, stmt: s } if s == stmt && index < clauses => {
+                    match u32::try_from(index).ok().and_then(|i| 1u64.checked_shl(i)) {
+                        Some(bit) => mask |= bit,
+                        None => return self.compile_terms(stmt, clauses),
+                    }
+                }
+                Instr::Clause { .. } => absent = true,
+                Instr::And { .. } => ands = true,
+                Instr::Or { .. } => ors = true,
+            }
+        }
+        match (ands, ors) {
+            // A clause that is never done makes an `and` never hold...
+            (_, false) if absent => Compiled::Any(0),
+            (_, false) => Compiled::All(mask),
+            // ...and drops out of an `or`.
+            (false, true) => Compiled::Any(mask),
+            (true, true) => self.compile_terms(stmt, clauses),
+        }
+    }
+
+    /// `compile` for a predicate with both `and` and `or`.
+    fn compile_terms(self, stmt: StmtId, clauses: usize) -> Compiled {
+        match self.terms(self.prog.len() - 1, stmt, clauses) {
+            Some(terms) => Compiled::Terms(terms),
+            None => Compiled::Prog(self),
+        }
+    }
+
+    /// The sets of clauses (bit masks) any of which makes the predicate
+    /// rooted at `at` hold, if each clause it names has a bit and there are
+    /// at most [`MAX_TERMS`] sets. Sets naming another statement's clause,
+    /// or a clause beyond this statement's, never hold: they are left out.
+    fn terms(&self, at: usize, stmt: StmtId, clauses: usize) -> Option<Terms> {
+        match self.prog[at] {
+            Instr::Clause { index, stmt: s } => {
+                let mut terms = Terms::new();
+                if s == stmt && index < clauses {
+                    terms.push(1u64.checked_shl(u32::try_from(index).ok()?)?);
+                }
+                Some(terms)
+            }
+            Instr::Or { right } => {
+                let mut terms = self.terms(at - 1 - right, stmt, clauses)?;
+                terms.extend(self.terms(at - 1, stmt, clauses)?);
+                (terms.len() <= MAX_TERMS).then_some(terms)
+            }
+            Instr::And { right } => {
+                let lhs = self.terms(at - 1 - right, stmt, clauses)?;
+                let rhs = self.terms(at - 1, stmt, clauses)?;
+                if lhs.len() * rhs.len() > MAX_TERMS {
+                    return None;
+                }
+                Some(lhs.iter().flat_map(|l| rhs.iter().map(move |r| l | r)).collect())
             }
         }
     }
@@ -162,6 +259,44 @@ mod tests {
                 assert_eq!(pred.holds(s, &|i| d[i]), expr(d), "{shown} at {d:?}");
             }
         }
+    }
+
+    /// The compiled form agrees with the program, for every predicate of
+    /// the first test's kind and for foreign and out-of-range clauses.
+    #[test]
+    fn compiled_predicates_agree_with_their_programs() {
+        let (s, t) = (StmtId::new(), StmtId::new());
+        let c = |i| Pred::clause(i, s);
+        let preds = [
+            c(0) | c(1) | c(2),
+            c(0) & c(1) & c(2),
+            (c(0) & c(1)) | c(2),
+            (c(0) | c(1)) & c(2),
+            (c(0) | c(1)) & (c(2) | c(3)),
+            (c(0) & c(1)) | (c(2) & c(3)),
+            c(0) | Pred::clause(1, t),
+            c(0) & Pred::clause(1, t),
+            c(3) | c(1),
+        ];
+        for pred in preds {
+            let compiled = pred.clone().compile(s, 3);
+            assert!(!matches!(compiled, Compiled::Prog(_)), "{pred:?}");
+            for done in 0..8u64 {
+                let at = |i: usize| i < 3 && done & (1 << i) != 0;
+                assert_eq!(
+                    compiled.holds(s, done, &at),
+                    pred.holds(s, &at),
+                    "{pred:?} at {done:03b}"
+                );
+            }
+        }
+        // Too many sets, or a clause beyond 64: the program.
+        let wide = (0..5)
+            .map(|i| c(2 * i) | c(2 * i + 1))
+            .reduce(|a, b| a & b)
+            .unwrap();
+        assert!(matches!(wide.compile(s, 10), Compiled::Prog(_)));
+        assert!(matches!((c(70) & c(1)).compile(s, 80), Compiled::Prog(_)));
     }
 
     #[test]

@@ -30,7 +30,7 @@
 //!   takes part in no later round.
 
 use super::clause_cell::{ClauseCell, record};
-use super::pred::StmtId;
+use super::pred::{Compiled, StmtId};
 use crate::op::state::{OpState, Seen};
 use crate::op::{BlockCx, Op};
 use smallvec::SmallVec;
@@ -103,6 +103,8 @@ pub struct WaitUntil<'a> {
     /// Identity shared with the statement's clauses and predicates, so a
     /// predicate naming another statement's clause is recognised.
     stmt: StmtId,
+    /// Bit `i` set when clause `i` (of the first 64) is done.
+    done: u64,
 }
 
 impl Default for WaitUntil<'_> {
@@ -140,6 +142,7 @@ impl<'a> WaitUntil<'a> {
         Self {
             clauses: SmallVec::new(),
             stmt: StmtId::new(),
+            done: 0,
         }
     }
 
@@ -192,22 +195,21 @@ impl<'a> WaitUntil<'a> {
     ///     assert_eq!((a.take(), b.take()), (Some(Ok(1)), Some(Ok(2))));
     /// });
     /// ```
-    pub async fn run(self, pred: Pred) -> bool {
+    pub fn run(self, pred: Pred) -> impl Future<Output = bool> + 'a {
         let n = self.clauses.len();
+        let pred = pred.compile(self.stmt, n);
         // Could it hold once every clause is done? If not, it never will
         // (a clause of another statement is never done here).
-        if !pred.holds(self.stmt, &|i| i < n) {
-            return false;
-        }
+        let can_hold = pred.holds(self.stmt, u64::MAX, &|i| i < n);
         Rounds {
             w: self,
             pred,
+            can_hold,
             state: OpState::new(),
             phase: Phase::Between,
             remote: true,
             _pinned: PhantomPinned,
         }
-        .await
     }
 
     /// [`run`](WaitUntil::run), parking the OS thread.
@@ -233,9 +235,19 @@ impl<'a> WaitUntil<'a> {
     }
 
     /// Whether the predicate holds now.
-    fn holds(&self, pred: &Pred) -> bool {
+    fn holds(&self, pred: &Compiled) -> bool {
         let clauses = &self.clauses;
-        pred.holds(self.stmt, &|i| clauses.get(i).is_some_and(|c| c.done))
+        pred.holds(self.stmt, self.done, &|i| {
+            clauses.get(i).is_some_and(|c| c.done)
+        })
+    }
+
+    /// Clause `i` was acquired.
+    fn set_done(&mut self, i: usize) {
+        self.clauses[i].done = true;
+        if let Some(bit) = u32::try_from(i).ok().and_then(|i| 1u64.checked_shl(i)) {
+            self.done |= bit;
+        }
     }
 
     /// The clauses still waiting.
@@ -298,7 +310,10 @@ impl Drop for WithdrawOnUnwind<'_, '_> {
 /// The future of [`WaitUntil::run`]: rounds until the predicate holds.
 struct Rounds<'a> {
     w: WaitUntil<'a>,
-    pred: Pred,
+    pred: Compiled,
+    /// Whether the predicate holds once every clause is done: if not, the
+    /// statement returns `false` at once.
+    can_hold: bool,
     /// The opstate of the round in progress (module invariants).
     state: OpState,
     phase: Phase,
@@ -335,7 +350,7 @@ impl Rounds<'_> {
                 // The clauses tried before may have built guards or nacks:
                 // they lost.
                 self.w.withdraw_all_but(Some(i));
-                self.w.clauses[i].done = true;
+                self.w.set_done(i);
                 return Started::Acquired;
             }
         }
@@ -402,8 +417,8 @@ impl Rounds<'_> {
         self.phase = Phase::Between;
         let winner = self.w.owner_of(leaf);
         self.w.withdraw_all_but(Some(winner));
-        let c = &mut self.w.clauses[winner];
-        c.done = true;
+        self.w.set_done(winner);
+        let c = &self.w.clauses[winner];
         // SAFETY: we own the records.
         unsafe { c.cell.finish(leaf - c.first_leaf) };
     }
@@ -420,6 +435,9 @@ impl Future for Rounds<'_> {
         loop {
             match this.phase {
                 Phase::Between => {
+                    if !this.can_hold {
+                        return Poll::Ready(false);
+                    }
                     if this.w.holds(&this.pred) {
                         return Poll::Ready(true);
                     }
