@@ -166,7 +166,8 @@ where
         // SAFETY: exclusive (the caller's contract); pinned, because the
         // op lives inside the shared allocation until it is dropped in
         // place (`drop_op`), never moved.
-        self.op.with_mut(|op| unsafe { Pin::new_unchecked(&mut **op) })
+        self.op
+            .with_mut(|op| unsafe { Pin::new_unchecked(&mut **op) })
     }
 }
 
@@ -235,7 +236,8 @@ where
     unsafe fn drop_op(&self) {
         // SAFETY: the trait's contract: exclusive, once, and nothing points
         // into the op any more.
-        self.op.with_mut(|op| unsafe { ManuallyDrop::drop(&mut *op) });
+        self.op
+            .with_mut(|op| unsafe { ManuallyDrop::drop(&mut *op) });
     }
 }
 
@@ -254,7 +256,11 @@ where
 }
 
 /// A new record for `op`: the statement's view, and the handle.
-pub(super) fn record<'a, O>(op: O, index: usize, stmt: StmtId) -> (Arc<dyn ClauseCell + 'a>, Clause<O::Output>)
+pub(super) fn record<'a, O>(
+    op: O,
+    index: usize,
+    stmt: StmtId,
+) -> (Arc<dyn ClauseCell + 'a>, Clause<O::Output>)
 where
     O: Op + Send + 'a,
     O::Output: Send + 'a,

@@ -180,7 +180,11 @@ impl Pred {
                 if lhs.len() * rhs.len() > MAX_TERMS {
                     return None;
                 }
-                Some(lhs.iter().flat_map(|l| rhs.iter().map(move |r| l | r)).collect())
+                Some(
+                    lhs.iter()
+                        .flat_map(|l| rhs.iter().map(move |r| l | r))
+                        .collect(),
+                )
             }
         }
     }
@@ -244,12 +248,36 @@ mod tests {
         let c = |i| Pred::clause(i, s);
         type Case = (Pred, fn([bool; 3]) -> bool, &'static str);
         let cases: Vec<Case> = vec![
-            (c(0) | c(1) | c(2), |d| d[0] || d[1] || d[2], "((#0 or #1) or #2)"),
-            (c(0) & c(1) & c(2), |d| d[0] && d[1] && d[2], "((#0 and #1) and #2)"),
-            ((c(0) & c(1)) | c(2), |d| (d[0] && d[1]) || d[2], "((#0 and #1) or #2)"),
-            ((c(0) | c(1)) & c(2), |d| (d[0] || d[1]) && d[2], "((#0 or #1) and #2)"),
-            (c(0) & (c(1) | c(2)), |d| d[0] && (d[1] || d[2]), "(#0 and (#1 or #2))"),
-            (c(0) | (c(1) & c(2)), |d| d[0] || (d[1] && d[2]), "(#0 or (#1 and #2))"),
+            (
+                c(0) | c(1) | c(2),
+                |d| d[0] || d[1] || d[2],
+                "((#0 or #1) or #2)",
+            ),
+            (
+                c(0) & c(1) & c(2),
+                |d| d[0] && d[1] && d[2],
+                "((#0 and #1) and #2)",
+            ),
+            (
+                (c(0) & c(1)) | c(2),
+                |d| (d[0] && d[1]) || d[2],
+                "((#0 and #1) or #2)",
+            ),
+            (
+                (c(0) | c(1)) & c(2),
+                |d| (d[0] || d[1]) && d[2],
+                "((#0 or #1) and #2)",
+            ),
+            (
+                c(0) & (c(1) | c(2)),
+                |d| d[0] && (d[1] || d[2]),
+                "(#0 and (#1 or #2))",
+            ),
+            (
+                c(0) | (c(1) & c(2)),
+                |d| d[0] || (d[1] && d[2]),
+                "(#0 or (#1 and #2))",
+            ),
             (c(2), |d| d[2], "#2"),
         ];
         for (pred, expr, shown) in cases {
