@@ -878,3 +878,73 @@ fn handlers_run_in_the_waiting_task_right_after_each_acquisition() {
     let seen = seen.lock().unwrap().clone();
     assert_eq!(seen, [("b", waiter_id), ("a", waiter_id)]);
 }
+
+// ----- clause records --------------------------------------------------------
+
+#[test]
+fn a_clause_whose_handle_is_dropped_still_counts_and_its_result_is_dropped_once() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let (tx, rx) = bounded::<DropCount>(1);
+    let ready = IVar::new();
+    ready.put(()).unwrap();
+    for round in 0..50u64 {
+        tx.try_send(DropCount::new(round, &drops)).unwrap();
+        let mut w = WaitUntil::new();
+        let a = w.add(rx.recv_op());
+        let b = w.add(ready.get_op());
+        let pred = a.done() & b.done();
+        // The handle goes before the statement runs: the clause is still
+        // acquired (the predicate needs it), and its result, which nobody
+        // can take, is dropped once.
+        drop(a);
+        assert!(w.run_blocking(pred));
+        assert_eq!(b.take(), Some(()));
+        assert!(rx.is_empty(), "round {round}: the value was received");
+        assert_eq!(drops.load(Ordering::SeqCst), round as usize + 1);
+    }
+}
+
+#[test]
+fn values_arriving_while_a_statement_waits_are_acquired_or_left_never_lost() {
+    // A filler thread sends into two `bounded(1)` channels while the
+    // statement is blocked on them. `a and b` acquires both; `a or b`
+    // acquires one, and the other value (which may have arrived while the
+    // round that lost it was published) stays in its channel.
+    let (tx_a, rx_a) = bounded::<u32>(1);
+    let (tx_b, rx_b) = bounded::<u32>(1);
+    let rounds = 300u32;
+    let filler = std::thread::spawn(move || {
+        for r in 0..rounds {
+            if r % 2 == 0 {
+                tx_a.send_blocking(r).unwrap();
+                tx_b.send_blocking(r).unwrap();
+            } else {
+                tx_b.send_blocking(r).unwrap();
+                tx_a.send_blocking(r).unwrap();
+            }
+        }
+    });
+    let (mut got, mut left) = (Vec::new(), Vec::new());
+    for r in 0..rounds {
+        let mut w = WaitUntil::new();
+        let a = w.add(rx_a.recv_op().wrap(Result::unwrap));
+        let b = w.add(rx_b.recv_op().wrap(Result::unwrap));
+        if r % 3 == 0 {
+            assert!(w.run_blocking(a.done() | b.done()));
+            let (x, y) = (a.take(), b.take());
+            assert!(x.is_some() != y.is_some(), "round {r}: one of a or b");
+            got.extend(x.or(y));
+            // The other value is still coming, or in its channel: take it.
+            let other = if x.is_some() { &rx_b } else { &rx_a };
+            left.push(other.recv_blocking().unwrap());
+        } else {
+            assert!(w.run_blocking(a.done() & b.done()));
+            got.extend([a.take().unwrap(), b.take().unwrap()]);
+        }
+    }
+    filler.join().unwrap();
+    let mut all: Vec<u32> = got.into_iter().chain(left).collect();
+    all.sort_unstable();
+    let want: Vec<u32> = (0..rounds).flat_map(|r| [r, r]).collect();
+    assert_eq!(all, want, "every value exactly once");
+}

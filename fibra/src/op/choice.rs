@@ -276,11 +276,6 @@ impl<'a, T> BoxOp<'a, T> {
     pub(crate) fn new<O: Op<Output = T> + Send + 'a>(op: O) -> Self {
         Self(Box::pin(op))
     }
-
-    /// The boxed op, pinned, to perform it by reference.
-    pub(crate) fn as_pin_mut(&mut self) -> Pin<&mut (dyn Op<Output = T> + Send + 'a)> {
-        self.0.as_mut()
-    }
 }
 
 impl<T> Sealed for BoxOp<'_, T> {}

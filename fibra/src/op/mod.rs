@@ -51,6 +51,7 @@ pub(crate) use block_on::{check_blocking_allowed, forbid_blocking};
 pub use choice::{BoxOp, Branches, Choose, choose, choose_biased};
 pub use combinators::{Always, Guard, Never, Wrap, always, guard, never};
 pub use from_future::{CellOp, FromFuture, FutureCell, from_future};
+pub(crate) use nack::withdraw_unwound;
 pub use nack::{Nack, WithNack, with_nack};
 pub use perform::Perform;
 pub use rng::seed_choice_rng;

@@ -50,3 +50,51 @@ fn loom_wait_until_or_takes_one_value_and_leaves_the_other() {
         }
     });
 }
+
+#[test]
+fn loom_clause_result_dropped_once_when_the_handle_races_the_put() {
+    // A clause's handle is dropped on one thread while the statement puts
+    // the clause's result on another: the result is dropped exactly once,
+    // by whichever of the two comes second.
+    use crate::always;
+    use crate::loom::{AtomicUsize, Ordering};
+    struct Counted(Arc<AtomicUsize>);
+    impl Drop for Counted {
+        fn drop(&mut self) {
+            // Relaxed: read after the joins.
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    model(|| {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let mut w = WaitUntil::new();
+        let c = w.add(always(()).wrap({
+            let drops = drops.clone();
+            move |()| Counted(drops)
+        }));
+        let pred = c.done();
+        let t = thread::spawn(move || drop(c));
+        assert!(w.run_blocking(pred));
+        t.join().unwrap();
+        assert_eq!(drops.load(Ordering::Relaxed), 1);
+    });
+}
+
+#[test]
+fn loom_clause_result_taken_once_by_racing_takes() {
+    // Two threads take the result while the statement puts it: at most one
+    // gets it, and after the put and both takes, exactly one has.
+    use crate::always;
+    model(|| {
+        let mut w = WaitUntil::new();
+        let c = Arc::new(w.add(always(7u32)));
+        let pred = c.done();
+        let c2 = c.clone();
+        let t = thread::spawn(move || c2.take());
+        assert!(w.run_blocking(pred));
+        let mine = c.take();
+        let theirs = t.join().unwrap();
+        assert_eq!(mine.or(theirs), Some(7));
+        assert!(mine.is_none() || theirs.is_none());
+    });
+}

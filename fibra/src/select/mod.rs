@@ -16,6 +16,8 @@
 
 mod choose_all;
 mod clause;
+mod clause_cell;
+mod pred;
 mod wait_until;
 mod when;
 

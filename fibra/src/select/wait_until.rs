@@ -1,246 +1,61 @@
 //! AND/OR waiting (Cforall's `waituntil`).
 //!
 //! A statement over clauses joined by `and`/`or` runs as rounds: each round
-//! performs one choice over the clauses not yet acquired, so exactly one of
-//! them commits (with the whole op protocol: no lock held across clauses,
+//! is one choice over the clauses not yet acquired, so exactly one of them
+//! commits (with the whole op protocol: no lock held across clauses,
 //! nothing lost); its handler (a `wrap` on its op) runs at once; the
 //! statement ends as soon as the predicate holds. Clauses still waiting then
 //! were never committed: they are withdrawn by the round that lost them and
 //! simply dropped.
 //!
-//! Every round re-performs the same op values: an op that lost a choice is
-//! withdrawn and left as it was before the perform (that is what lets
-//! `try_perform` hand an op back), so it can be performed again.
+//! The statement runs the op protocol of each round itself (as `Perform`
+//! does for one op), over the clause records it keeps: every round
+//! re-performs the same ops in place (an op that lost a choice is withdrawn
+//! and left as it was before the perform, so it can be performed again),
+//! with one opstate, reset between rounds. A statement allocates one record
+//! per clause (`clause_cell.rs`: the op and its result slot) and nothing
+//! else for up to four clauses and a predicate over up to five
+//! (`pred.rs`).
+//!
+//! # Invariants
+//!
+//! * `Phase::Blocked` exactly while records of the round may be published
+//!   (pointing at `state` and into the clauses' ops, all pinned: `state` in
+//!   the pinned `Rounds`, the ops in their records). Leaving it always goes
+//!   through `finish` of the winner and `withdraw` of every other clause
+//!   still waiting (or `cancel`, then `withdraw`/`abandon`, on drop).
+//! * `state` is reset to `W` only between rounds, when no record points at
+//!   it.
+//! * A clause is `done` once its op committed and its result was put: it
+//!   takes part in no later round.
 
-use crate::op::{BoxOp, Branches, Never, Op, choose, never, sealed::Sealed};
+use super::clause_cell::{ClauseCell, record};
+use super::pred::{Compiled, StmtId};
+use crate::op::state::{OpState, Seen};
+use crate::op::{BlockCx, Op};
+use smallvec::SmallVec;
 use std::fmt;
-use std::ops::{BitAnd, BitOr};
+use std::future::Future;
+use std::marker::PhantomPinned;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
+use std::task::{Context, Poll};
 
-/// Ops performed round after round (the clauses of a `WaitUntil`) as the branches of one round's choice: each yields its own
-/// index (with its result, if any), and the caller sets it to `None` once
-/// it committed. A spent op stands in as [`never`](crate::never), a
-/// zero-sized op that commits nothing: no per-round allocation, and the ops
-/// are performed in place, so those that lose a round are there for the
-/// next.
-struct Clauses<'r, 'a, T>(&'r mut [Option<BoxOp<'a, T>>]);
+pub use super::clause_cell::Clause;
+pub use super::pred::Pred;
 
-impl<T> Sealed for Clauses<'_, '_, T> {}
+/// Clause records kept inline in the statement.
+const INLINE_CLAUSES: usize = 4;
 
-impl<T> Branches for Clauses<'_, '_, T> {
-    type Output = T;
-
-    fn count(&self) -> usize {
-        self.0.len()
-    }
-
-    fn branch(&self, i: usize) -> &dyn Op<Output = T> {
-        match &self.0[i] {
-            Some(op) => op,
-            // Zero-sized: leaking it allocates nothing.
-            None => Box::leak(Box::new(never::<T>())),
-        }
-    }
-
-    fn branch_mut(self: Pin<&mut Self>, i: usize) -> Pin<&mut dyn Op<Output = T>> {
-        match &mut self.get_mut().0[i] {
-            Some(op) => op.as_pin_mut(),
-            None => {
-                let spent: Pin<&mut Never<T>> = Pin::new(Box::leak(Box::new(never::<T>())));
-                spent
-            }
-        }
-    }
-}
-
-/// A statement's identity: unique in the process (a counter, not an
-/// allocation: a statement is made per wait).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct StmtId(u64);
-
-impl StmtId {
-    fn new() -> Self {
-        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        // Relaxed: only uniqueness matters (64 bits never wrap in practice).
-        StmtId(NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
-    }
-}
-
-/// A predicate over the clauses of a [`WaitUntil`]: combine
-/// [`Clause::done`]s with `|` (or) and `&` (and).
-///
-/// ```
-/// use fibra::{IVar, WaitUntil};
-///
-/// let (a, b) = (IVar::<u8>::new(), IVar::new());
-/// b.put(2).unwrap();
-/// let mut w = WaitUntil::new();
-/// let (ca, cb) = (w.add(a.get_op()), w.add(b.get_op()));
-/// let either: fibra::select::Pred = ca.done() | cb.done();
-/// assert!(w.run_blocking(either));
-/// assert_eq!((ca.take(), cb.take()), (None, Some(2)));
-/// ```
-#[derive(Clone)]
-pub struct Pred(Node);
-
-#[derive(Clone)]
-enum Node {
-    /// Clause `index` of the statement whose identity is the second field.
-    Clause(usize, StmtId),
-    /// Every operand holds (n-ary: `a & b & c` is one node, one allocation).
-    And(Vec<Node>),
-    /// Some operand holds.
-    Or(Vec<Node>),
-}
-
-impl Node {
-    /// Whether the predicate holds, clause `i` of statement `stmt` being
-    /// done when `done(i)`; a clause of another statement (or out of range)
-    /// never is.
-    fn holds(&self, stmt: StmtId, clauses: usize, done: &impl Fn(usize) -> bool) -> bool {
-        match self {
-            Node::Clause(i, s) => *s == stmt && *i < clauses && done(*i),
-            Node::And(all) => all.iter().all(|n| n.holds(stmt, clauses, done)),
-            Node::Or(any) => any.iter().any(|n| n.holds(stmt, clauses, done)),
-        }
-    }
-
-    /// `self op rhs`, flattening into `self` when it is already an `op` node.
-    fn join(self, rhs: Node, and: bool) -> Node {
-        match (self, and) {
-            (Node::And(mut v), true) | (Node::Or(mut v), false) => {
-                v.push(rhs);
-                if and { Node::And(v) } else { Node::Or(v) }
-            }
-            (lhs, _) => {
-                let v = vec![lhs, rhs];
-                if and { Node::And(v) } else { Node::Or(v) }
-            }
-        }
-    }
-
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (ns, op) = match self {
-            Node::Clause(i, _) => return write!(f, "#{i}"),
-            Node::And(ns) => (ns, " and "),
-            Node::Or(ns) => (ns, " or "),
-        };
-        f.write_str("(")?;
-        for (k, n) in ns.iter().enumerate() {
-            if k > 0 {
-                f.write_str(op)?;
-            }
-            n.fmt(f)?;
-        }
-        f.write_str(")")
-    }
-}
-
-impl fmt::Debug for Pred {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.fmt(f)
-    }
-}
-
-impl BitOr for Pred {
-    type Output = Pred;
-
-    fn bitor(self, rhs: Pred) -> Pred {
-        Pred(self.0.join(rhs.0, false))
-    }
-}
-
-impl BitAnd for Pred {
-    type Output = Pred;
-
-    fn bitand(self, rhs: Pred) -> Pred {
-        Pred(self.0.join(rhs.0, true))
-    }
-}
-
-/// A clause of a [`WaitUntil`]: names it in predicates and holds its result
-/// once it is acquired.
-///
-/// ```
-/// use fibra::{IVar, WaitUntil};
-///
-/// let v = IVar::new();
-/// v.put("x").unwrap();
-/// let mut w = WaitUntil::new();
-/// let clause: fibra::select::Clause<&str> = w.add(v.get_op());
-/// assert!(w.run_blocking(clause.done()));
-/// assert_eq!(clause.take(), Some("x"));
-/// ```
-pub struct Clause<T> {
-    index: usize,
-    /// The statement's identity.
-    stmt: StmtId,
-    result: Arc<Mutex<Option<T>>>,
-}
-
-impl<T> Clause<T> {
-    /// The predicate "this clause was acquired".
-    ///
-    /// ```
-    /// use fibra::{IVar, WaitUntil};
-    ///
-    /// let (a, b) = (IVar::new(), IVar::new());
-    /// a.put(1).unwrap();
-    /// b.put(2).unwrap();
-    /// let mut w = WaitUntil::new();
-    /// let (ca, cb) = (w.add(a.get_op()), w.add(b.get_op()));
-    /// assert!(w.run_blocking(ca.done() & cb.done())); // both
-    /// assert_eq!((ca.take(), cb.take()), (Some(1), Some(2)));
-    /// ```
-    pub fn done(&self) -> Pred {
-        Pred(Node::Clause(self.index, self.stmt))
-    }
-
-    /// Takes the clause's result, if it was acquired (and not taken yet).
-    ///
-    /// ```
-    /// use fibra::{IVar, WaitUntil};
-    ///
-    /// let v = IVar::new();
-    /// v.put(7).unwrap();
-    /// let mut w = WaitUntil::new();
-    /// let c = w.add(v.get_op());
-    /// assert!(w.run_blocking(c.done()));
-    /// assert_eq!(c.take(), Some(7));
-    /// assert_eq!(c.take(), None); // taken already
-    /// ```
-    pub fn take(&self) -> Option<T> {
-        self.result
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take()
-    }
-
-    /// Whether the clause was acquired.
-    ///
-    /// ```
-    /// use fibra::{IVar, WaitUntil};
-    ///
-    /// let (a, b) = (IVar::<u8>::new(), IVar::new());
-    /// b.put(1).unwrap();
-    /// let mut w = WaitUntil::new();
-    /// let (ca, cb) = (w.add(a.get_op()), w.add(b.get_op()));
-    /// assert!(w.run_blocking(ca.done() | cb.done()));
-    /// assert!(!ca.is_done() && cb.is_done());
-    /// ```
-    pub fn is_done(&self) -> bool {
-        self.result
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .is_some()
-    }
-}
-
-impl<T> fmt::Debug for Clause<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Clause(#{})", self.index)
-    }
+/// One clause, as the statement sees it.
+struct Entry<'a> {
+    cell: Arc<dyn ClauseCell + 'a>,
+    /// Acquired: its op committed and its result was put.
+    done: bool,
+    /// In a blocked round: its first leaf among the round's leaves...
+    first_leaf: usize,
+    /// ...and how many it has.
+    leaves: usize,
 }
 
 /// Cforall's `waituntil` statement: wait until a predicate over several
@@ -284,12 +99,12 @@ impl<T> fmt::Debug for Clause<T> {
 /// # });
 /// ```
 pub struct WaitUntil<'a> {
-    /// Each clause's op, yielding its own index (its result goes to its
-    /// `Clause`); `None` once it committed.
-    ops: Vec<Option<BoxOp<'a, usize>>>,
+    clauses: SmallVec<[Entry<'a>; INLINE_CLAUSES]>,
     /// Identity shared with the statement's clauses and predicates, so a
     /// predicate naming another statement's clause is recognised.
     stmt: StmtId,
+    /// Bit `i` set when clause `i` (of the first 64) is done.
+    done: u64,
 }
 
 impl Default for WaitUntil<'_> {
@@ -301,8 +116,18 @@ impl Default for WaitUntil<'_> {
 impl fmt::Debug for WaitUntil<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("WaitUntil")
-            .field("clauses", &self.ops.len())
+            .field("clauses", &self.clauses.len())
             .finish()
+    }
+}
+
+impl Drop for WaitUntil<'_> {
+    fn drop(&mut self) {
+        for c in &self.clauses {
+            // SAFETY: we own the records; nothing is published (a blocked
+            // `Rounds` ended its round in its own drop, before this one).
+            unsafe { c.cell.drop_op() };
+        }
     }
 }
 
@@ -315,8 +140,9 @@ impl<'a> WaitUntil<'a> {
     /// ```
     pub fn new() -> Self {
         Self {
-            ops: Vec::new(),
+            clauses: SmallVec::new(),
             stmt: StmtId::new(),
+            done: 0,
         }
     }
 
@@ -335,19 +161,14 @@ impl<'a> WaitUntil<'a> {
         O: Op + Send + 'a,
         O::Output: Send + 'a,
     {
-        let result = Arc::new(Mutex::new(None));
-        let slot = result.clone();
-        let index = self.ops.len();
-        let op = op.wrap(move |out| {
-            *slot.lock().unwrap_or_else(PoisonError::into_inner) = Some(out);
-            index
+        let (cell, clause) = record(op, self.clauses.len(), self.stmt);
+        self.clauses.push(Entry {
+            cell,
+            done: false,
+            first_leaf: 0,
+            leaves: 0,
         });
-        self.ops.push(Some(op.boxed()));
-        Clause {
-            index,
-            stmt: self.stmt,
-            result,
-        }
+        clause
     }
 
     /// Waits until `pred` holds, acquiring clauses one at a time. Returns
@@ -374,23 +195,21 @@ impl<'a> WaitUntil<'a> {
     ///     assert_eq!((a.take(), b.take()), (Some(Ok(1)), Some(Ok(2))));
     /// });
     /// ```
-    pub async fn run(mut self, pred: Pred) -> bool {
-        let (stmt, n) = (self.stmt, self.ops.len());
+    pub fn run(self, pred: Pred) -> impl Future<Output = bool> + 'a {
+        let n = self.clauses.len();
+        let pred = pred.compile(self.stmt, n);
         // Could it hold once every clause is done? If not, it never will
         // (a clause of another statement is never done here).
-        if !pred.0.holds(stmt, n, &|_| true) {
-            return false;
+        let can_hold = pred.holds(self.stmt, u64::MAX, &|i| i < n);
+        Rounds {
+            w: self,
+            pred,
+            can_hold,
+            state: OpState::new(),
+            phase: Phase::Between,
+            remote: true,
+            _pinned: PhantomPinned,
         }
-        // A clause is done once its op committed (and was spent). The
-        // predicate is monotone, so the loop ends at the latest when every
-        // clause is done.
-        while !pred.0.holds(stmt, n, &|i| self.ops[i].is_none()) {
-            // One round: a fair choice over every clause, those spent
-            // standing in as ops that never commit (no allocation).
-            let i = choose(Clauses(&mut self.ops)).await;
-            self.ops[i] = None;
-        }
-        true
     }
 
     /// [`run`](WaitUntil::run), parking the OS thread.
@@ -413,5 +232,275 @@ impl<'a> WaitUntil<'a> {
     /// ```
     pub fn run_blocking(self, pred: Pred) -> bool {
         crate::block_on(self.run(pred))
+    }
+
+    /// Whether the predicate holds now.
+    fn holds(&self, pred: &Compiled) -> bool {
+        let clauses = &self.clauses;
+        pred.holds(self.stmt, self.done, &|i| {
+            clauses.get(i).is_some_and(|c| c.done)
+        })
+    }
+
+    /// Clause `i` was acquired.
+    fn set_done(&mut self, i: usize) {
+        self.clauses[i].done = true;
+        if let Some(bit) = u32::try_from(i).ok().and_then(|i| 1u64.checked_shl(i)) {
+            self.done |= bit;
+        }
+    }
+
+    /// The clauses still waiting.
+    fn waiting(&self) -> impl Iterator<Item = &Entry<'a>> {
+        self.clauses.iter().filter(|c| !c.done)
+    }
+
+    /// Withdraws every clause still waiting but `keep`.
+    fn withdraw_all_but(&self, keep: Option<usize>) {
+        for (i, c) in self.clauses.iter().enumerate() {
+            if !c.done && Some(i) != keep {
+                // SAFETY: we own the records (`ClauseCell`'s contract).
+                unsafe { c.cell.withdraw() };
+            }
+        }
+    }
+
+    /// The clause owning leaf `leaf` of a blocked round.
+    fn owner_of(&self, leaf: usize) -> usize {
+        self.clauses
+            .iter()
+            .position(|c| !c.done && (c.first_leaf..c.first_leaf + c.leaves).contains(&leaf))
+            .unwrap_or_else(|| unreachable!("leaf {leaf} outside the round"))
+    }
+}
+
+/// Where the statement's rounds are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// Between rounds: nothing published.
+    Between,
+    /// A round is blocked: records may be published.
+    Blocked,
+}
+
+/// How a round started.
+enum Started {
+    /// A clause committed in the try phase.
+    Acquired,
+    /// Published; waiting for a commit.
+    Blocked,
+    /// No clause is left.
+    Exhausted,
+}
+
+/// Withdraws every clause still waiting if dropped: armed (then forgotten)
+/// while a round prepares and tries, so that an unwind there fires the
+/// nacks of the clauses built.
+struct WithdrawOnUnwind<'s, 'a>(&'s WaitUntil<'a>);
+
+impl Drop for WithdrawOnUnwind<'_, '_> {
+    fn drop(&mut self) {
+        for c in self.0.waiting() {
+            // SAFETY: we own the records.
+            unsafe { c.cell.withdraw_unwound() };
+        }
+    }
+}
+
+/// The future of [`WaitUntil::run`]: rounds until the predicate holds.
+struct Rounds<'a> {
+    w: WaitUntil<'a>,
+    pred: Compiled,
+    /// Whether the predicate holds once every clause is done: if not, the
+    /// statement returns `false` at once.
+    can_hold: bool,
+    /// The opstate of the round in progress (module invariants).
+    state: OpState,
+    phase: Phase,
+    /// Whether the round's opstate holds a waker (`Op::commits_remotely`).
+    remote: bool,
+    _pinned: PhantomPinned,
+}
+
+impl Rounds<'_> {
+    /// A new round: prepares every clause still waiting, tries them from a
+    /// random one, and publishes them if none commits.
+    fn start_round(&mut self, waker: &std::task::Waker) -> Started {
+        let len = self.w.clauses.len();
+        let waiting = self.w.waiting().count();
+        if waiting == 0 {
+            return Started::Exhausted;
+        }
+        // A fair start: the `k`-th clause still waiting.
+        let k = crate::op::rng::below(waiting);
+        let start = (0..len)
+            .filter(|&i| !self.w.clauses[i].done)
+            .nth(k)
+            .unwrap_or(0);
+        let unwinding = WithdrawOnUnwind(&self.w);
+        for c in self.w.waiting() {
+            // SAFETY: we own the records.
+            unsafe { c.cell.prepare() };
+        }
+        for i in (start..len).chain(0..start) {
+            let c = &self.w.clauses[i];
+            // SAFETY: we own the records.
+            if !c.done && unsafe { c.cell.try_now() } {
+                std::mem::forget(unwinding);
+                // The clauses tried before may have built guards or nacks:
+                // they lost.
+                self.w.withdraw_all_but(Some(i));
+                self.w.set_done(i);
+                return Started::Acquired;
+            }
+        }
+        std::mem::forget(unwinding);
+        // Block: number the leaves, then publish from the same start.
+        let mut leaf = 0;
+        let mut remote = false;
+        for c in self.w.clauses.iter_mut().filter(|c| !c.done) {
+            c.first_leaf = leaf;
+            // SAFETY: we own the records.
+            c.leaves = unsafe { c.cell.leaves() };
+            leaf += c.leaves;
+            // SAFETY: as above.
+            remote |= unsafe { c.cell.commits_remotely() };
+        }
+        self.remote = remote;
+        // No record points at the opstate between rounds (invariants).
+        self.state = OpState::new();
+        if remote {
+            self.state.set_waker_unpublished(waker.clone());
+        }
+        self.phase = Phase::Blocked;
+        for i in (start..len).chain(0..start) {
+            let c = &self.w.clauses[i];
+            if c.done {
+                continue;
+            }
+            if self.state.load() != Seen::Waiting {
+                break; // some clause committed: publish no more
+            }
+            let cx = BlockCx {
+                state: &self.state,
+                leaf: c.first_leaf,
+                waker,
+                exclusive: !remote,
+            };
+            // SAFETY: we own the records.
+            unsafe { c.cell.block(cx) };
+        }
+        Started::Blocked
+    }
+
+    /// A later poll of a blocked round: clauses that commit themselves look
+    /// again.
+    fn repoll(&self, waker: &std::task::Waker) {
+        for c in self.w.waiting() {
+            if self.state.load() != Seen::Waiting {
+                return;
+            }
+            let cx = BlockCx {
+                state: &self.state,
+                leaf: c.first_leaf,
+                waker,
+                exclusive: !self.remote,
+            };
+            // SAFETY: we own the records.
+            unsafe { c.cell.repoll(cx) };
+        }
+    }
+
+    /// Leaf `leaf` committed: the others are withdrawn and the winner's
+    /// result put (its handler runs).
+    fn end_round(&mut self, leaf: usize) {
+        self.phase = Phase::Between;
+        let winner = self.w.owner_of(leaf);
+        self.w.withdraw_all_but(Some(winner));
+        self.w.set_done(winner);
+        let c = &self.w.clauses[winner];
+        // SAFETY: we own the records.
+        unsafe { c.cell.finish(leaf - c.first_leaf) };
+    }
+}
+
+impl Future for Rounds<'_> {
+    type Output = bool;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<bool> {
+        // SAFETY: nothing is moved out; `state` stays where it is (it is
+        // only reset in place between rounds, when nothing points at it).
+        let this = unsafe { self.get_unchecked_mut() };
+        let mut waker_fresh = false;
+        loop {
+            match this.phase {
+                Phase::Between => {
+                    if !this.can_hold {
+                        return Poll::Ready(false);
+                    }
+                    if this.w.holds(&this.pred) {
+                        return Poll::Ready(true);
+                    }
+                    if !crate::coop::consume() {
+                        // Out of budget on a fibra worker: let the others run.
+                        cx.waker().wake_by_ref();
+                        return Poll::Pending;
+                    }
+                    match this.start_round(cx.waker()) {
+                        Started::Acquired => continue,
+                        Started::Blocked => waker_fresh = true,
+                        Started::Exhausted => return Poll::Ready(false),
+                    }
+                }
+                Phase::Blocked => {
+                    if this.state.load() == Seen::Waiting {
+                        this.repoll(cx.waker());
+                    }
+                }
+            }
+            let mut step = 0;
+            loop {
+                match this.state.load() {
+                    Seen::Synced(leaf) => {
+                        this.end_round(leaf);
+                        break;
+                    }
+                    // A remote commit is in flight: it took the waker stored
+                    // before this poll, so wait the few instructions until it
+                    // stores `SYNCED` rather than risk a wake to a stale
+                    // waker (as `Perform` does).
+                    Seen::Busy(_) => crate::loom::spin_wait(&mut step),
+                    Seen::Waiting => {
+                        if waker_fresh || !this.remote || this.state.update_waker(cx.waker()) {
+                            return Poll::Pending;
+                        }
+                    }
+                    seen @ (Seen::Claimed | Seen::Cancelled) => {
+                        unreachable!("a statement saw its own opstate {seen:?} between polls")
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Rounds<'_> {
+    fn drop(&mut self) {
+        if self.phase != Phase::Blocked {
+            return;
+        }
+        self.phase = Phase::Between;
+        match self.state.cancel() {
+            Ok(()) => self.w.withdraw_all_but(None),
+            Err(leaf) => {
+                // Committed, but nobody will take the result: the winner
+                // hands back what it took, as a dropped perform does.
+                let winner = self.w.owner_of(leaf);
+                self.w.withdraw_all_but(Some(winner));
+                let c = &self.w.clauses[winner];
+                // SAFETY: we own the records.
+                unsafe { c.cell.abandon(leaf - c.first_leaf) };
+            }
+        }
     }
 }
