@@ -168,11 +168,27 @@ impl<T> Future for JoinHandle<T> {
 }
 
 impl<T> Drop for JoinHandle<T> {
+    #[inline]
     fn drop(&mut self) {
-        let Inner::Task { task, done } = &self.inner else {
-            // A ready output drops with the handle.
-            return;
-        };
+        if let Inner::Task { task, done } = &self.inner {
+            // SAFETY: the handle's reference, given up here, once.
+            unsafe { release_task(*task, *done) };
+        }
+        // A ready output drops with the handle.
+    }
+}
+
+/// The drop of a handle that holds a task's reference `task` (`done`: its
+/// join completed). Out of line: a parasite's ready handle, the common
+/// drop after an inline finish, needs none of it.
+///
+/// # Safety
+///
+/// The caller owns the handle's reference to the live task `task`, and
+/// gives it up.
+#[inline(never)]
+unsafe fn release_task<T>(task: NonNull<dyn Joinable<T>>, done: bool) {
+    {
         /// Releases the handle's reference, even if dropping the output
         /// (user code) panics.
         struct Release(NonNull<task::Header>);
@@ -186,7 +202,7 @@ impl<T> Drop for JoinHandle<T> {
         let _release = Release(task.cast());
         // After a completed join the output is gone and the task knows the
         // handle took it: nothing to detach.
-        if !*done {
+        if !done {
             // SAFETY: we own a reference: the task is alive.
             unsafe { task.as_ref() }.detach();
         }
@@ -230,13 +246,10 @@ impl<T> ReadyOutput<T> {
     }
 
     /// Takes the output through the handle's `&mut` (a direct `.await`).
+    /// The claim flag is left alone: a later `join_op` wins it and finds
+    /// the cell empty, as it would after another claim.
+    #[inline]
     fn take_mut(&mut self) -> Option<Result<T, JoinError>> {
-        // Relaxed: `&mut self` is exclusive; plain load and store (loom's
-        // atomics have no `get_mut`).
-        if self.taken.load(Ordering::Relaxed) {
-            return None;
-        }
-        self.taken.store(true, Ordering::Relaxed);
         self.output.get_mut().take()
     }
 
