@@ -376,3 +376,53 @@ fn loom_async_send_meets_a_blocked_receiver_or_waits_for_it() {
         assert_eq!(crate::block_on(receipt), Ok(()));
     });
 }
+
+#[test]
+fn loom_parcel_chunk_freed_once_after_every_block() {
+    // A channel's carver fills one chunk (two blocks under loom) and
+    // starts a second; the blocks are freed on two threads while the
+    // carver goes on a third. Each chunk is deallocated once, after every
+    // use of it (the chunk's loom memory cell reports a deallocation that
+    // is not ordered after a release).
+    use super::parcel_chunk::Carver;
+    model(|| {
+        let mut carver = Carver::<u32>::default();
+        let mut carved = Vec::new();
+        for i in 0..3 {
+            let (b, chunk) = carver.carve();
+            // SAFETY: a fresh block for a `u32`.
+            unsafe { b.cast::<u32>().write(i) };
+            carved.push((SendPtr(b.cast::<u32>()), chunk));
+        }
+        let (b0, c0) = carved[0];
+        let (b1, c1) = carved[1];
+        let (b2, c2) = carved[2];
+        let t1 = thread::spawn(move || {
+            let b0 = b0;
+            // SAFETY: carved above, freed once, here.
+            unsafe {
+                assert_eq!(*b0.0.as_ptr(), 0);
+                c0.free(b0.0.cast());
+            }
+        });
+        let t2 = thread::spawn(move || {
+            let (b1, b2) = (b1, b2);
+            // SAFETY: as above.
+            unsafe {
+                assert_eq!(*b1.0.as_ptr(), 1);
+                c1.free(b1.0.cast());
+                assert_eq!(*b2.0.as_ptr(), 2);
+                c2.free(b2.0.cast());
+            }
+        });
+        drop(carver);
+        t1.join().unwrap();
+        t2.join().unwrap();
+    });
+}
+
+/// A block's address, sent to the thread that frees it.
+#[derive(Clone, Copy)]
+struct SendPtr(std::ptr::NonNull<u32>);
+// SAFETY: the model hands each block to one thread.
+unsafe impl Send for SendPtr {}

@@ -55,6 +55,7 @@ mod iter;
 mod meeting;
 pub mod oneshot;
 mod ops;
+mod parcel_chunk;
 mod send_from;
 mod send_recv_futures;
 mod stream;
