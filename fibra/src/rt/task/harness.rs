@@ -108,11 +108,10 @@ where
         // SAFETY: a fresh block of the slab (large and aligned enough for
         // `Self`, `slab_block`) or of the system allocator, for `Self`.
         // Written in place (the future is not copied twice), and only what
-        // the inline poll may reach: the header but its registry slot, and
-        // the future. The registry slot and the join state are read only
-        // by the holder of `RUNNING` (us) and through the handle (which
-        // does not exist yet) until the task outlives the poll: they are
-        // written then (`outlive_inline_poll`), or never.
+        // the inline poll may reach: the header and the future. The join
+        // state is touched only by the holder of `RUNNING` (us) and through
+        // the handle (which does not exist yet) until the task outlives
+        // the poll: it is written then (`outlive_inline_poll`), or never.
         unsafe {
             let t = p.as_ptr();
             (&raw mut (*t).header.state).write(TaskState::new_parasite());
@@ -123,6 +122,7 @@ where
             } else {
                 Self::VTABLE_BOX
             });
+            (&raw mut (*t).header.registry_slot).write(Slot::default());
             // Read by wakes from anywhere (`schedule::hint_retainer`).
             (&raw mut (*t).header.retained).write(AtomicUsize::new(0));
             // A copy that owns no count, see above.
@@ -130,7 +130,7 @@ where
             (&raw mut (*t).future).write(FutureCell::new(future));
         }
         // SAFETY: just written; the run's reference keeps them alive. (No
-        // `&Self` until the rest is written.)
+        // `&Self` until the join state is written too.)
         let (header, cell) = unsafe { (&(*p.as_ptr()).header, &(*p.as_ptr()).future) };
         // Not registered: nothing keeps the task alive but our reference,
         // so the poll does not donate it.
@@ -191,9 +191,9 @@ where
         }
     }
 
-    /// The parasite outlives its inline poll: writes the parts of the task
-    /// that `spawn_eager` left unwritten (the registry slot, the join
-    /// state), before anything but the poll may reach them.
+    /// The parasite outlives its inline poll: writes the part of the task
+    /// that `spawn_eager` left unwritten (the join state), before anything
+    /// but the poll may reach it, and returns the whole task.
     ///
     /// # Safety
     ///
@@ -204,7 +204,6 @@ where
         // before the caller publishes the task (registry, queue, handle).
         unsafe {
             let t = p.as_ptr();
-            (&raw mut (*t).header.registry_slot).write(Slot::default());
             (&raw mut (*t).join).write(Lock::new(JoinState {
                 output: Output::Pending,
                 waker: None,
@@ -233,7 +232,7 @@ where
     unsafe fn discard_unshared(p: NonNull<Self>, slab: bool, site: &schedule::EagerSite<'_>) {
         // Nothing to drop: the header holds nothing but plain words and
         // the uncounted runtime copy, the future cell is empty, and the
-        // registry slot and join state were never written.
+        // join state was never written.
         if slab {
             // SAFETY: from the site's slab, no longer used; the runtime
             // that owns its page is alive (our caller's `shared`).
