@@ -49,8 +49,7 @@
 //!   settling wake; the receipt takes a returned value out once (`Taken`).
 
 use super::SendError;
-use super::meeting::{Chan, Sent};
-use super::parcel_chunk::{Carver, ChunkPtr};
+use super::meeting::{Chan, Sent, readiness};
 use super::ops::wake;
 use crate::loom::{AtomicUsize, Lock, Ordering, UnsafeCell, fence};
 use crate::op::slot::{Slot, put, take};
@@ -86,12 +85,10 @@ struct Settle<T> {
 /// A value sent asynchronously that waits in the channel's send queue
 /// (module docs). Reached through [`ParcelRef`]s: the receipt's and the
 /// queue's (owned by the parcel's waker).
-pub(super) struct Parcel<T> {
+struct Parcel<T> {
     /// References: `Arc`'s protocol, without a weak count, and starting at
     /// the right number without an atomic read-modify-write.
     refs: AtomicUsize,
-    /// The chunk its memory was carved from (`parcel_chunk.rs`).
-    chunk: ChunkPtr<Parcel<T>>,
     state: OpState,
     slot: Slot<T>,
     settle: Lock<Settle<T>>,
@@ -129,58 +126,26 @@ impl<T> Drop for ParcelRef<T> {
             return;
         }
         fence(Ordering::Acquire);
-        // SAFETY: that was the last reference.
-        unsafe { Parcel::free(self.0) };
-    }
-}
-
-impl<T> Parcel<T> {
-    /// Drops a parcel and gives its memory back to its chunk.
-    ///
-    /// # Safety
-    ///
-    /// `p` is a parcel from [`Parcel::carve`] that nobody refers to any
-    /// more.
-    unsafe fn free(p: NonNull<Self>) {
-        /// Gives the block back even if the value's drop panics.
-        struct GiveBack<T>(ChunkPtr<Parcel<T>>, NonNull<Parcel<T>>);
-        impl<T> Drop for GiveBack<T> {
-            fn drop(&mut self) {
-                // SAFETY: the parcel was dropped (or its drop unwound): the
-                // block is no longer used.
-                unsafe { self.0.free(self.1.cast()) };
-            }
-        }
-        // SAFETY: alive until dropped below, and ours alone.
-        let chunk = unsafe { p.as_ref() }.chunk;
-        let _give_back = GiveBack(chunk, p);
-        // SAFETY: ours alone (the caller's contract); dropped once.
-        unsafe { std::ptr::drop_in_place(p.as_ptr()) };
+        // SAFETY: that was the last reference; made by `Box::leak`.
+        drop(unsafe { Box::from_raw(self.0.as_ptr()) });
     }
 }
 
 impl<T: Send> Parcel<T> {
-    /// A parcel holding `value`, carved from the channel's chunk
-    /// (`carver`, under the channel's lock), not published: the one
-    /// reference is the receipt's.
-    fn carve(carver: &mut Carver<Parcel<T>>, value: T) -> ParcelRef<T> {
-        let (block, chunk) = carver.carve();
-        let p = block.cast::<Parcel<T>>();
-        // SAFETY: a fresh block of the chunk, for a `Parcel<T>`.
-        unsafe {
-            p.write(Parcel {
-                refs: AtomicUsize::new(1),
-                chunk,
-                state: OpState::new(),
-                slot: UnsafeCell::new(Some(value)),
-                settle: Lock::new(Settle {
-                    fate: Fate::InFlight,
-                    waker: None,
-                    waiters: None,
-                }),
-            })
-        };
-        ParcelRef(p)
+    /// A parcel with an empty slot (the value goes in under the channel's
+    /// lock), not published: the one reference is the receipt's.
+    fn allocate() -> ParcelRef<T> {
+        let p = Box::new(Parcel {
+            refs: AtomicUsize::new(1),
+            state: OpState::new(),
+            slot: UnsafeCell::new(None),
+            settle: Lock::new(Settle {
+                fate: Fate::InFlight,
+                waker: None,
+                waiters: None,
+            }),
+        });
+        ParcelRef(NonNull::from(Box::leak(p)))
     }
 
     /// Publishes the parcel's record in `queue` (the channel's send queue,
@@ -257,8 +222,8 @@ impl<T: Send> Parcel<T> {
             // nobody to tell. A value left in the slot (every receiver
             // went) drops with the parcel, taken apart with no atomic.
             let p = std::mem::ManuallyDrop::new(this);
-            // SAFETY: the last reference.
-            unsafe { Parcel::free(p.0) };
+            // SAFETY: the last reference; made by `Box::leak`.
+            drop(unsafe { Box::from_raw(p.0.as_ptr()) });
             return;
         }
         let (waker, wakers) = {
@@ -293,12 +258,17 @@ impl<T> Chan<T> {
     where
         T: Send,
     {
-        let slot = UnsafeCell::new(None);
-        // SAFETY: a local: ours.
-        unsafe { put(&slot, value) };
+        // Nobody to take it, as far as the lock-free hint tells: the parcel
+        // is allocated before the lock, not under it.
+        let parcel = (!self.may(readiness::SEND_MAY)).then(Parcel::allocate);
+        let local = UnsafeCell::new(None);
+        let slot = parcel.as_ref().map_or(&local, |p| &p.slot);
+        // SAFETY: unpublished: the slot is ours (a parcel's not published
+        // yet, or a local).
+        unsafe { put(slot, value) };
         let mut st = self.lock();
         // SAFETY: as above.
-        match unsafe { self.send_locked(&mut st, &slot, Seeker::FREE) } {
+        match unsafe { self.send_locked(&mut st, slot, Seeker::FREE) } {
             Sent::Done(waker) => {
                 drop(st);
                 wake(waker);
@@ -307,15 +277,21 @@ impl<T> Chan<T> {
             Sent::Disconnected => {
                 drop(st);
                 // SAFETY: not published: ours.
-                let v = unsafe { take(&slot) }.expect("the value");
+                let v = unsafe { take(slot) }.expect("the value");
                 AsyncSend::settled(Err(SendError(v)))
             }
             Sent::NotReady => {
-                // Nobody to take it: a parcel carries it, carved from the
-                // channel's chunk under the lock (a few instructions).
-                // SAFETY: not published: ours.
-                let v = unsafe { take(&slot) }.expect("the value");
-                let p = Parcel::carve(&mut st.parcels, v);
+                let p = match parcel {
+                    Some(p) => p,
+                    None => {
+                        // The hint was stale: a parcel after all, made
+                        // under the lock (rare).
+                        let p = Parcel::allocate();
+                        // SAFETY: both slots are ours (unpublished).
+                        unsafe { put(&p.slot, take(&local).expect("the value")) };
+                        p
+                    }
+                };
                 Parcel::publish(&p, &mut st.sendq);
                 drop(st);
                 AsyncSend {

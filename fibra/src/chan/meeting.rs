@@ -30,8 +30,6 @@ use crate::loom::{AtomicUsize, Lock, LockGuard, Ordering, UnsafeCell};
 use crate::op::slot::{Slot, put, take};
 use crate::op::state::OpState;
 use crate::op::waiter::{Found, Seeker, WaitQueue};
-use super::async_send::Parcel;
-use super::parcel_chunk::Carver;
 use std::collections::VecDeque;
 use std::task::Waker;
 
@@ -42,8 +40,6 @@ pub(crate) struct State<T> {
     /// `readiness::TX_GONE` / `readiness::RX_GONE`, set once each: kept in the
     /// readiness word's own bits so the unlock copies them in one go.
     gone: usize,
-    /// Where asynchronous sends carve their parcels (`parcel_chunk.rs`).
-    pub(super) parcels: Carver<Parcel<T>>,
 }
 
 impl<T> State<T> {
@@ -153,7 +149,6 @@ impl<T> Chan<T> {
                 sendq: WaitQueue::default(),
                 recvq: WaitQueue::default(),
                 gone: 0,
-                parcels: Carver::default(),
             }),
             cap,
             readiness: AtomicUsize::new(if cap > 0 { readiness::ROOM } else { 0 }),

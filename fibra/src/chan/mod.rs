@@ -55,7 +55,6 @@ mod iter;
 mod meeting;
 pub mod oneshot;
 mod ops;
-mod parcel_chunk;
 mod send_from;
 mod send_recv_futures;
 mod stream;
