@@ -10,11 +10,7 @@
 //! finds neither is carried by a *parcel*: a small shared record holding the
 //! value and an opstate, published in the channel's send queue as a plain
 //! record (`op/waiter.rs`), exactly where a blocked sender's record would
-//! be. Parcels are carved, under the lock, from chunks of several that the
-//! channel holds (`parcel_chunk.rs`): one system allocation per chunk, one
-//! atomic decrement per parcel freed. A chunk's memory goes when its last
-//! parcel does, so a receipt kept long keeps its chunk (a few KiB at most)
-//! alive. Receivers meet it like any blocked sender, in FIFO order with the
+//! be. Receivers meet it like any blocked sender, in FIFO order with the
 //! others, so one sender's sends arrive in the order it made them. A task
 //! carrying the value (ACML's parasite) would cost a task's allocation and
 //! scheduling; the parcel is the "equivalent lighter record", and the
