@@ -2,7 +2,7 @@
 //! abort it, or detach it by dropping the handle.
 
 use super::task::{self, Joinable};
-use crate::loom::{AtomicBool, Ordering};
+use crate::loom::{AtomicUsize, Ordering};
 use crate::op::waiter::Registration;
 use crate::op::{BlockCx, Op, sealed::Sealed};
 use std::any::Any;
@@ -33,11 +33,16 @@ pub struct JoinHandle<T> {
     inner: Inner<T>,
 }
 
+/// A word-sized tag and word-sized fields: a handle moves as whole words
+/// (with a byte tag and byte flags, the compiler copied a returned handle
+/// piece by piece, about 40 instructions per parasite's spawn).
+#[repr(usize)]
 enum Inner<T> {
-    /// Owns one of the task's references (released on drop).
+    /// Owns one of the task's references (released on drop). `done`
+    /// (0 or 1): the join completed.
     Task {
         task: NonNull<dyn Joinable<T>>,
-        done: bool,
+        done: usize,
     },
     /// A parasite ([`spawn_eager`](super::spawn_eager)) that finished in
     /// its inline first poll: the output, no task.
@@ -61,7 +66,7 @@ impl<T> JoinHandle<T> {
     /// `task` is a live task whose reference the caller hands over.
     pub(crate) unsafe fn from_raw(task: NonNull<dyn Joinable<T>>) -> Self {
         Self {
-            inner: Inner::Task { task, done: false },
+            inner: Inner::Task { task, done: 0 },
         }
     }
 
@@ -154,10 +159,10 @@ impl<T> Future for JoinHandle<T> {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match &mut self.get_mut().inner {
             Inner::Task { task, done } => {
-                assert!(!*done, "`JoinHandle` polled after it completed");
+                assert!(*done == 0, "`JoinHandle` polled after it completed");
                 // SAFETY: we own a reference: the task is alive.
                 let out = std::task::ready!(unsafe { task.as_ref() }.poll_join(cx));
-                *done = true;
+                *done = 1;
                 Poll::Ready(out)
             }
             Inner::Ready(out) => Poll::Ready(out.take_mut().expect(
@@ -168,11 +173,27 @@ impl<T> Future for JoinHandle<T> {
 }
 
 impl<T> Drop for JoinHandle<T> {
+    #[inline]
     fn drop(&mut self) {
-        let Inner::Task { task, done } = &self.inner else {
-            // A ready output drops with the handle.
-            return;
-        };
+        if let Inner::Task { task, done } = &self.inner {
+            // SAFETY: the handle's reference, given up here, once.
+            unsafe { release_task(*task, *done != 0) };
+        }
+        // A ready output drops with the handle.
+    }
+}
+
+/// The drop of a handle that holds a task's reference `task` (`done`: its
+/// join completed). Out of line: a parasite's ready handle, the common
+/// drop after an inline finish, needs none of it.
+///
+/// # Safety
+///
+/// The caller owns the handle's reference to the live task `task`, and
+/// gives it up.
+#[inline(never)]
+unsafe fn release_task<T>(task: NonNull<dyn Joinable<T>>, done: bool) {
+    {
         /// Releases the handle's reference, even if dropping the output
         /// (user code) panics.
         struct Release(NonNull<task::Header>);
@@ -186,7 +207,7 @@ impl<T> Drop for JoinHandle<T> {
         let _release = Release(task.cast());
         // After a completed join the output is gone and the task knows the
         // handle took it: nothing to detach.
-        if !*done {
+        if !done {
             // SAFETY: we own a reference: the task is alive.
             unsafe { task.as_ref() }.detach();
         }
@@ -212,7 +233,8 @@ impl<T> fmt::Debug for JoinHandle<T> {
 /// claims it first with `taken`, so that one join takes it.
 struct ReadyOutput<T> {
     output: std::cell::UnsafeCell<Option<Result<T, JoinError>>>,
-    taken: AtomicBool,
+    /// 0 or 1: a word, as `Inner`'s fields.
+    taken: AtomicUsize,
 }
 
 // SAFETY: built only for `T: Send` (`JoinHandle::ready`); the output moves
@@ -225,18 +247,15 @@ impl<T> ReadyOutput<T> {
     fn new(output: Result<T, JoinError>) -> Self {
         Self {
             output: std::cell::UnsafeCell::new(Some(output)),
-            taken: AtomicBool::new(false),
+            taken: AtomicUsize::new(0),
         }
     }
 
     /// Takes the output through the handle's `&mut` (a direct `.await`).
+    /// The claim flag is left alone: a later `join_op` wins it and finds
+    /// the cell empty, as it would after another claim.
+    #[inline]
     fn take_mut(&mut self) -> Option<Result<T, JoinError>> {
-        // Relaxed: `&mut self` is exclusive; plain load and store (loom's
-        // atomics have no `get_mut`).
-        if self.taken.load(Ordering::Relaxed) {
-            return None;
-        }
-        self.taken.store(true, Ordering::Relaxed);
         self.output.get_mut().take()
     }
 
@@ -246,7 +265,7 @@ impl<T> ReadyOutput<T> {
         // Relaxed load first: a join that lost needs no RMW. Acquire on
         // the swap: a claim on another thread than the one that made the
         // handle sees the output (the handle's move there ordered it too).
-        if self.taken.load(Ordering::Relaxed) || self.taken.swap(true, Ordering::Acquire) {
+        if self.taken.load(Ordering::Relaxed) != 0 || self.taken.swap(1, Ordering::Acquire) != 0 {
             return None;
         }
         // SAFETY: the claim above is won once: we are the only one to

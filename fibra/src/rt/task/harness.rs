@@ -107,47 +107,45 @@ where
         };
         // SAFETY: a fresh block of the slab (large and aligned enough for
         // `Self`, `slab_block`) or of the system allocator, for `Self`.
-        // Written in place: the future is not copied twice.
+        // Written in place (the future is not copied twice), and only what
+        // the inline poll may reach: the header and the future. The join
+        // state is touched only by the holder of `RUNNING` (us) and through
+        // the handle (which does not exist yet) until the task outlives
+        // the poll: it is written then (`outlive_inline_poll`), or never.
         unsafe {
-            p.write(Task {
-                header: Header {
-                    state: TaskState::new_parasite(),
-                    // The run's and the handle's, as for `allocate`.
-                    refs: AtomicUsize::new(2),
-                    vtable: if slab {
-                        Self::VTABLE_SLAB
-                    } else {
-                        Self::VTABLE_BOX
-                    },
-                    registry_slot: Slot::default(),
-                    retained: AtomicUsize::new(0),
-                    // A copy that owns no count, see above.
-                    shared: ManuallyDrop::new(std::ptr::read(shared)),
-                },
-                future: FutureCell::new(future),
-                join: Lock::new(JoinState {
-                    output: Output::Pending,
-                    waker: None,
-                    waiters: None,
-                }),
-            })
-        };
-        // SAFETY: just written; the run's reference keeps it alive.
-        let this = unsafe { Self::from_header(p.cast()) };
+            let t = p.as_ptr();
+            (&raw mut (*t).header.state).write(TaskState::new_parasite());
+            // The run's and the handle's, as for `allocate`.
+            (&raw mut (*t).header.refs).write(AtomicUsize::new(2));
+            (&raw mut (*t).header.vtable).write(if slab {
+                Self::VTABLE_SLAB
+            } else {
+                Self::VTABLE_BOX
+            });
+            (&raw mut (*t).header.registry_slot).write(Slot::default());
+            // Read by wakes from anywhere (`schedule::hint_retainer`).
+            (&raw mut (*t).header.retained).write(AtomicUsize::new(0));
+            // A copy that owns no count, see above.
+            (&raw mut (*t).header.shared).write(ManuallyDrop::new(std::ptr::read(shared)));
+            (&raw mut (*t).future).write(FutureCell::new(future));
+        }
+        // SAFETY: just written; the run's reference keeps them alive. (No
+        // `&Self` until the join state is written too.)
+        let (header, cell) = unsafe { (&(*p.as_ptr()).header, &(*p.as_ptr()).future) };
         // Not registered: nothing keeps the task alive but our reference,
         // so the poll does not donate it.
-        let (result, _) = schedule::inline_poll(|| this.poll_once(p.cast(), false));
+        let (result, _) = schedule::inline_poll(|| Self::poll_cell(cell, p.cast(), false));
         match result {
             Some(output) => {
                 // SAFETY: we hold `RUNNING`.
-                let output = match unsafe { this.future.drop_future() } {
+                let output = match unsafe { cell.drop_future() } {
                     Ok(()) => output,
                     Err(p) => Err(JoinError::Panicked(p)),
                 };
                 // Acquire: pairs with the Release decrement of a waker
                 // clone dropped on another thread, whose uses of the task
                 // then come before our reuse of its memory.
-                if this.header.refs.load(crate::loom::Ordering::Acquire) == 2 {
+                if header.refs.load(crate::loom::Ordering::Acquire) == 2 {
                     // Nobody else holds a reference (a waker cloned during
                     // the poll was dropped since), and nobody can make one:
                     // the task is ours alone. Taken apart with no atomic.
@@ -157,6 +155,8 @@ where
                 }
                 // A waker clone outlives the poll: the task must outlive
                 // it too, as an ordinary one that completed.
+                // SAFETY: we hold `RUNNING`; no handle exists yet.
+                let this = unsafe { Self::outlive_inline_poll(p) };
                 this.own_runtime();
                 this.complete(output);
                 // SAFETY: the run's reference, ours.
@@ -166,6 +166,8 @@ where
                 unsafe { JoinHandle::from_raw(join) }
             }
             None => {
+                // SAFETY: we hold `RUNNING`; no handle exists yet.
+                let this = unsafe { Self::outlive_inline_poll(p) };
                 this.own_runtime();
                 // SAFETY: the run's reference.
                 let task = unsafe { TaskRef::from_raw(p.cast()) };
@@ -189,6 +191,29 @@ where
         }
     }
 
+    /// The parasite outlives its inline poll: writes the part of the task
+    /// that `spawn_eager` left unwritten (the join state), before anything
+    /// but the poll may reach it, and returns the whole task.
+    ///
+    /// # Safety
+    ///
+    /// `p` is a task from `spawn_eager` after its inline poll, whose run
+    /// (the caller) still holds `RUNNING`, and no handle was made yet.
+    unsafe fn outlive_inline_poll<'a>(p: NonNull<Self>) -> &'a Self {
+        // SAFETY: the caller's contract: nobody else reads these fields
+        // before the caller publishes the task (registry, queue, handle).
+        unsafe {
+            let t = p.as_ptr();
+            (&raw mut (*t).join).write(Lock::new(JoinState {
+                output: Output::Pending,
+                waker: None,
+                waiters: None,
+            }));
+            // Now whole; the run's reference keeps it alive.
+            Self::from_header(p.cast())
+        }
+    }
+
     /// The task outlives `spawn_eager`'s call: its copy of the runtime's
     /// `Arc` takes a count of its own (see `spawn_eager`).
     fn own_runtime(&self) {
@@ -205,18 +230,18 @@ where
     /// `p` is a `Task<F>` from `spawn_eager` that nobody else refers to,
     /// whose future was dropped; `slab` says where its memory came from.
     unsafe fn discard_unshared(p: NonNull<Self>, slab: bool, site: &schedule::EagerSite<'_>) {
+        // Nothing to drop: the header holds nothing but plain words and
+        // the uncounted runtime copy, the future cell is empty, and the
+        // join state was never written.
         if slab {
-            // Nothing left to drop: the header holds nothing but the
-            // uncounted runtime copy, the future cell is empty, and the
-            // join state is as `spawn_eager` wrote it (only a handle, which
-            // this task never had, or `complete` change it).
             // SAFETY: from the site's slab, no longer used; the runtime
             // that owns its page is alive (our caller's `shared`).
             unsafe { site.free(p.cast(), std::alloc::Layout::new::<Self>()) };
         } else {
-            // SAFETY: from `Box::leak` in `spawn_eager`, for a `Self`;
-            // ours alone. (`shared` is `ManuallyDrop` and stays.)
-            drop(unsafe { Box::from_raw(p.as_ptr()) });
+            // SAFETY: from `Box::new_uninit` in `spawn_eager`, for a
+            // `Self`; ours alone. Freed as uninitialized memory: nothing in
+            // it needs dropping (above).
+            drop(unsafe { Box::from_raw(p.as_ptr().cast::<std::mem::MaybeUninit<Self>>()) });
         }
     }
 
@@ -341,6 +366,17 @@ where
         me: NonNull<Header>,
         donate: bool,
     ) -> (Option<Result<F::Output, JoinError>>, bool) {
+        Self::poll_cell(&self.future, me, donate)
+    }
+
+    /// [`poll_once`](Self::poll_once) of the task whose future cell is
+    /// `cell` (a parasite's inline poll has no whole `&Self` yet).
+    #[inline(always)]
+    fn poll_cell(
+        cell: &FutureCell<F>,
+        me: NonNull<Header>,
+        donate: bool,
+    ) -> (Option<Result<F::Output, JoinError>>, bool) {
         // `me` (the run's `TaskRef`) rather than `self`: wakers made from it
         // may free the task, so it must carry the whole allocation's
         // provenance.
@@ -353,7 +389,7 @@ where
         let waker = ManuallyDrop::new(unsafe { Waker::from_raw(raw) });
         let mut cx = Context::from_waker(&waker);
         // SAFETY: we hold `RUNNING`.
-        let Some(fut) = (unsafe { self.future.pinned() }) else {
+        let Some(fut) = (unsafe { cell.pinned() }) else {
             return (None, false);
         };
         if donate {
