@@ -65,6 +65,13 @@ var workloads = map[string]func(args []string){
 	"fjthrput":   fjthrput,
 	"big":        big,
 	"fib":        fib,
+	// The `channels` group (channels.go).
+	"channels-seq":         channelsSeq,
+	"channels-spsc":        channelsOne("channels-spsc"),
+	"channels-mpsc":        channelsOne("channels-mpsc"),
+	"channels-mpmc":        channelsOne("channels-mpmc"),
+	"channels-select-rx":   channelsSelectRx,
+	"channels-select-both": channelsSelectBoth,
 }
 
 func main() {
