@@ -9,7 +9,8 @@ USAGE:
 
 ARGS:
     [FILTER]...      run only workloads whose group or name contains one of these
-                     (e.g. `general`, `spsc`, `spsc-bounded`, `general/spsc-rendezvous`)
+                     (e.g. `general`, `spsc`, `spsc-bounded`, `general/spsc-rendezvous`,
+                     `channels/`, `channels/mpmc`)
 
 OPTIONS:
     --quick          tiny parameters: the whole suite runs in seconds (CI)

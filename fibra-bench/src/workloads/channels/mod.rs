@@ -28,8 +28,8 @@
 //! ([`crossbeam_peer`]) and flume ([`flume_peer`]), the threads placed
 //! as in crossbeam's benchmark ([`threads`]).
 //!
-//! Every Rust row runs each of its runs in a fresh process ([`child`]), so
-//! its min, median and max span processes.
+//! In a full run, every Rust row runs each of its runs in a fresh process
+//! ([`child`]), so its min, median and max span processes.
 
 mod child;
 mod crossbeam_peer;
@@ -89,10 +89,16 @@ fn in_process_rows(config: &Config) -> Vec<Case> {
         .collect()
 }
 
-/// The group's rows: the Rust ones run each run in a fresh process.
+/// The group's rows: in a full run, the Rust ones run each run in a fresh
+/// process; with `--quick` (CI, which checks that every row runs and is
+/// right) a row's runs share one process, as in the other groups, which
+/// keeps the group to a few seconds.
 pub fn cases(config: &Config) -> Vec<Case> {
-    in_process_rows(config)
-        .into_iter()
+    let rows = in_process_rows(config);
+    if config.quick {
+        return rows;
+    }
+    rows.into_iter()
         .map(|case| child::per_run_process(case, config))
         .collect()
 }

@@ -15,9 +15,9 @@ pub const GROUP: &str = "channels";
 
 /// How the fibra rows run (printed once).
 pub const FIBRA_NOTE: &str = "channels: crossbeam-channel's benchmark shapes (seq, spsc, mpsc, \
-     mpmc, select_rx, select_both) at capacity 0, 1 and N (room for every message); every Rust \
-     row runs each of its runs in a fresh process, after an untimed warm-up pass, so min and \
-     max span processes; fibra, fibra-1, fibra-ct: tasks, await, fibra::choose over an array \
+     mpmc, select_rx, select_both) at capacity 0, 1 and N (room for every message); in a full \
+     run every Rust row runs each of its runs in a fresh process, after an untimed warm-up \
+     pass, so min and max span processes; fibra, fibra-1, fibra-ct: tasks, await, fibra::choose over an array \
      of ops; fibra-threads: the same channels from OS threads, blocking calls";
 /// How the tokio rows run.
 const TOKIO_NOTE: &str = "tokio: mpsc between tasks, select! over the receivers (select-rx); \

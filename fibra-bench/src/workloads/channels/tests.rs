@@ -1,6 +1,7 @@
 //! Every system's runs return the expected results on every shape; the
 //! rows, their parameters and their child processes.
 
+use super::child::per_run_process;
 #[cfg(feature = "fibra-rt")]
 use super::fibra_tasks;
 use super::shape::{Capacity, Kind, Shape};
@@ -177,7 +178,17 @@ fn rows_systems_and_params() {
 
 #[test]
 fn a_child_runs_its_row_and_checks_it() {
-    let cases = cases(&QUICK);
+    // The quick rows share a process per row; a full run's rows start a
+    // child per run, which builds the rows again from its arguments.
+    assert!(
+        cases(&QUICK)
+            .iter()
+            .all(|c| !matches!(c.runner, Runner::Child { .. }))
+    );
+    let cases: Vec<_> = cases(&QUICK)
+        .into_iter()
+        .map(|case| per_run_process(case, &QUICK))
+        .collect();
     for system in [System::Crossbeam, System::FibraCt, System::TokioMt] {
         let case = cases
             .iter()
