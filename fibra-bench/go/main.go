@@ -69,6 +69,13 @@ var workloads = map[string]func(args []string){
 	// the server fibra-bench drives with wrk.
 	"tcp-echo":    tcpEcho,
 	"http-server": httpServer,
+	// The `channels` group (channels.go).
+	"channels-seq":         channelsSeq,
+	"channels-spsc":        channelsOne("channels-spsc"),
+	"channels-mpsc":        channelsOne("channels-mpsc"),
+	"channels-mpmc":        channelsOne("channels-mpmc"),
+	"channels-select-rx":   channelsSelectRx,
+	"channels-select-both": channelsSelectBoth,
 }
 
 func main() {

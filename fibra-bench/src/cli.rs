@@ -10,8 +10,8 @@ USAGE:
 ARGS:
     [FILTER]...      run only workloads whose group or name contains one of these
                      (e.g. `general`, `spsc`, `spsc-bounded`, `general/spsc-rendezvous`,
-                     `io/` for the io group alone); groups: fibers, racket, cforall,
-                     parasites, erlang, savina, general, remote, io
+                     `io/` for the io group alone, `channels/mpmc`); groups: fibers, racket,
+                     cforall, parasites, erlang, savina, general, remote, io, channels
 
 OPTIONS:
     --quick          tiny parameters: the whole suite runs in seconds (CI)

@@ -13,6 +13,7 @@
 
 mod actors;
 mod chain;
+mod channels;
 mod diagonal;
 mod fan_out;
 mod floor;
@@ -68,6 +69,7 @@ pub fn all(config: &Config) -> Vec<Case> {
         futures_wait::cases(config),
         parasites::cases(config),
         spsc::cases(config),
+        channels::cases(config),
         spawn_join::cases(config),
         idle_memory::cases(config),
         timers::cases(config),
@@ -89,6 +91,7 @@ pub fn run_child(args: &[String]) -> Result<String, String> {
         Some((workload, rest)) if workload == idle_memory::WORKLOAD => idle_memory::child(rest),
         Some((workload, rest)) if workload == timers::WORKLOAD => timers::child(rest),
         Some((workload, rest)) if workload == wake_latency::WORKLOAD => wake_latency::child(rest),
+        Some((workload, rest)) if workload == channels::WORKLOAD => channels::child(rest),
         _ => Err(format!("no child workload in {args:?}")),
     }
 }
@@ -145,6 +148,10 @@ const CATALOGUE: &[(&str, &[&str])] = &[
     ),
     ("remote", &["remote-ping-pong", "remote-throughput"]),
     ("io", &["tcp-echo", "http-hello", "http-file"]),
+    (
+        "channels",
+        &["seq", "spsc", "mpsc", "mpmc", "select-rx", "select-both"],
+    ),
 ];
 
 /// Every group of docs/benchmarks.md, in catalogue order.
