@@ -53,7 +53,7 @@ fn echo_many_messages_both_ways() {
 }
 
 #[test]
-fn a_connection_accepted_by_a_losing_branch_goes_to_the_next_accept() {
+fn choices_between_accept_and_a_ready_channel_deliver_the_connection_once() {
     rt().block_on(async {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -124,7 +124,7 @@ fn select_accept_message_and_timeout() {
 }
 
 #[test]
-fn a_datagram_received_by_a_losing_branch_goes_to_the_next_receive() {
+fn choices_between_a_receive_and_a_ready_channel_deliver_every_datagram_in_order() {
     rt().block_on(async {
         let a = UdpSocket::bind("127.0.0.1:0").await.unwrap();
         let b = UdpSocket::bind("127.0.0.1:0").await.unwrap();

@@ -42,32 +42,12 @@ macro_rules! stream_of {
 #[cfg(any(feature = "tokio", feature = "hyper"))]
 stream_of!(ReadHalf<'_>, WriteHalf<'_>, OwnedReadHalf, OwnedWriteHalf);
 
-#[cfg(feature = "tokio")]
-macro_rules! tokio_read {
-    ($($t:ty),*) => {$(
-        impl tokio::io::AsyncRead for $t {
-            fn poll_read(
-                self: Pin<&mut Self>,
-                cx: &mut Context<'_>,
-                buf: &mut tokio::io::ReadBuf<'_>,
-            ) -> Poll<io::Result<()>> {
-                // SAFETY: `poll_read_uninit` only writes initialised bytes
-                // into the unfilled part, never de-initialises any.
-                let unfilled = unsafe { buf.unfilled_mut() };
-                let n = std::task::ready!(self.stream().poll_read_uninit(cx, unfilled))?;
-                // SAFETY: `read(2)` initialised the first `n` bytes.
-                unsafe { buf.assume_init(n) };
-                buf.advance(n);
-                Poll::Ready(Ok(()))
-            }
-        }
-    )*};
-}
-
-#[cfg(feature = "tokio")]
-macro_rules! tokio_write {
-    ($($t:ty),*) => {$(
-        impl tokio::io::AsyncWrite for $t {
+/// `$trait` (tokio's `AsyncWrite` or hyper's `rt::Write`, whose methods
+/// have the same signatures) for the writing types `$t`.
+#[cfg(any(feature = "tokio", feature = "hyper"))]
+macro_rules! write_impl {
+    ($trait:path: $($t:ty),*) => {$(
+        impl $trait for $t {
             fn poll_write(
                 self: Pin<&mut Self>,
                 cx: &mut Context<'_>,
@@ -101,9 +81,31 @@ macro_rules! tokio_write {
 }
 
 #[cfg(feature = "tokio")]
+macro_rules! tokio_read {
+    ($($t:ty),*) => {$(
+        impl tokio::io::AsyncRead for $t {
+            fn poll_read(
+                self: Pin<&mut Self>,
+                cx: &mut Context<'_>,
+                buf: &mut tokio::io::ReadBuf<'_>,
+            ) -> Poll<io::Result<()>> {
+                // SAFETY: `poll_read_uninit` only writes initialised bytes
+                // into the unfilled part, never de-initialises any.
+                let unfilled = unsafe { buf.unfilled_mut() };
+                let n = std::task::ready!(self.stream().poll_read_uninit(cx, unfilled))?;
+                // SAFETY: `read(2)` initialised the first `n` bytes.
+                unsafe { buf.assume_init(n) };
+                buf.advance(n);
+                Poll::Ready(Ok(()))
+            }
+        }
+    )*};
+}
+
+#[cfg(feature = "tokio")]
 tokio_read!(TcpStream, ReadHalf<'_>, OwnedReadHalf);
 #[cfg(feature = "tokio")]
-tokio_write!(TcpStream, WriteHalf<'_>, OwnedWriteHalf);
+write_impl!(tokio::io::AsyncWrite: TcpStream, WriteHalf<'_>, OwnedWriteHalf);
 
 #[cfg(feature = "hyper")]
 macro_rules! hyper_read {
@@ -127,41 +129,6 @@ macro_rules! hyper_read {
 }
 
 #[cfg(feature = "hyper")]
-macro_rules! hyper_write {
-    ($($t:ty),*) => {$(
-        impl hyper::rt::Write for $t {
-            fn poll_write(
-                self: Pin<&mut Self>,
-                cx: &mut Context<'_>,
-                buf: &[u8],
-            ) -> Poll<io::Result<usize>> {
-                self.stream().poll_write_buf(cx, buf)
-            }
-
-            fn poll_write_vectored(
-                self: Pin<&mut Self>,
-                cx: &mut Context<'_>,
-                bufs: &[io::IoSlice<'_>],
-            ) -> Poll<io::Result<usize>> {
-                self.stream().poll_write_vectored_bufs(cx, bufs)
-            }
-
-            fn is_write_vectored(&self) -> bool {
-                true
-            }
-
-            fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-                Poll::Ready(Ok(()))
-            }
-
-            fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-                Poll::Ready(self.stream().shutdown(Shutdown::Write))
-            }
-        }
-    )*};
-}
-
-#[cfg(feature = "hyper")]
 hyper_read!(TcpStream, ReadHalf<'_>, OwnedReadHalf);
 #[cfg(feature = "hyper")]
-hyper_write!(TcpStream, WriteHalf<'_>, OwnedWriteHalf);
+write_impl!(hyper::rt::Write: TcpStream, WriteHalf<'_>, OwnedWriteHalf);

@@ -237,9 +237,11 @@ impl Readiness {
             .unwrap_or_else(|w| w);
         // The flags now set (the tick does not matter to the masks).
         let word = before | (bits & MASK);
-        let woken: Vec<Waker> = {
+        // Inline for the usual one reader and one writer: no allocation
+        // per event delivered.
+        let woken: smallvec::SmallVec<[Waker; 2]> = {
             let mut waiters = lock(&self.waiters);
-            let mut woken = Vec::new();
+            let mut woken = smallvec::SmallVec::new();
             for dir in [Direction::Read, Direction::Write] {
                 if word & dir.ready_mask() != 0 {
                     woken.extend(waiters.list(dir).drain(..).map(|(_, w)| w));

@@ -10,13 +10,25 @@
 //! [`paused_error`](super::driver::paused_error).
 
 use super::driver::{Driver, Registration, paused_error, shutdown_error};
-use super::readiness::{Direction, WaitKey};
+use super::readiness::{Direction, Seen, WaitKey};
 use mio::Interest;
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+
+/// The error a wait that saw `seen` ends with, if its runtime shut down or
+/// is a current-thread one outside its `block_on`.
+fn ended(seen: Seen) -> Option<io::Error> {
+    if seen.is_shutdown() {
+        Some(shutdown_error())
+    } else if seen.is_paused() {
+        Some(paused_error())
+    } else {
+        None
+    }
+}
 
 /// A registered mio source; deregistered before it is closed.
 pub(crate) struct IoSource<S: mio::event::Source> {
@@ -84,11 +96,8 @@ impl<S: mio::event::Source> IoSource<S> {
         let readiness = self.registration.readiness();
         loop {
             let seen = std::task::ready!(readiness.poll_ready(dir, key, cx));
-            if seen.is_shutdown() {
-                return Poll::Ready(Err(shutdown_error()));
-            }
-            if seen.is_paused() {
-                return Poll::Ready(Err(paused_error()));
+            if let Some(e) = ended(seen) {
+                return Poll::Ready(Err(e));
             }
             match f(&self.source) {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => readiness.clear(dir, seen),
@@ -131,13 +140,7 @@ impl<S: mio::event::Source> IoSource<S> {
         cx: &mut Context<'_>,
     ) -> Poll<io::Result<()>> {
         let seen = std::task::ready!(self.registration.readiness().poll_ready(dir, key, cx));
-        Poll::Ready(if seen.is_shutdown() {
-            Err(shutdown_error())
-        } else if seen.is_paused() {
-            Err(paused_error())
-        } else {
-            Ok(())
-        })
+        Poll::Ready(ended(seen).map_or(Ok(()), Err))
     }
 
     /// Drops the waiter registered under `key` (a wait given up).
