@@ -350,8 +350,10 @@ impl WorkerCtx {
         }
     }
 
-    /// Runs `f` (a finished task waking its joiners) with wakes queued at
-    /// the back.
+    /// Runs `f` with the wakes it makes queued at the back of the stealable
+    /// queue instead of in `next`: a finished task waking its joiners, and
+    /// an I/O poll waking the tasks of every ready socket (no hand-off to
+    /// make in either case).
     pub(crate) fn finishing<R>(&self, f: impl FnOnce() -> R) -> R {
         // Restored even if a (foreign) waker panics.
         struct Restore<'a>(&'a Cell<bool>, bool);
