@@ -101,6 +101,32 @@ impl fmt::Display for BenchError {
 
 impl std::error::Error for BenchError {}
 
+/// The payload of a panic by which an in-process row's setup says the row
+/// cannot run here (a server it needs failed to start, say): the row is
+/// reported as skipped with this reason instead of aborting the suite.
+/// Raise it with [`skip_row`].
+#[derive(Debug)]
+pub struct SkipRow(pub String);
+
+/// Skips the in-process row whose setup calls it (see [`SkipRow`]).
+pub fn skip_row(reason: String) -> ! {
+    panic::panic_any(SkipRow(reason))
+}
+
+/// Installs a panic hook that stays silent for [`SkipRow`] panics (they are
+/// reported as skipped rows) and prints every other panic as before.
+pub fn quiet_skip_panics() {
+    let previous = panic::take_hook();
+    panic::set_hook(Box::new(move |info| {
+        if info.payload().downcast_ref::<SkipRow>().is_none() {
+            previous(info);
+        }
+    }));
+}
+
+/// What an in-process row gave: its timed samples, or why it was skipped.
+type InProcess = Result<Vec<f64>, String>;
+
 /// What running the selected rows produced.
 #[derive(Debug, Default)]
 pub struct Summary {
@@ -248,11 +274,14 @@ impl Harness {
                         ));
                     }
                 };
-                match self.isolate {
+                let outcome = match self.isolate {
                     None => measure_in_process(label, spec, setup, self.runs),
                     Some(config) => measure_in_row_process(label, &config, exe, self.runs),
-                }
-                .map(|samples| Samples::Timed(samples, Params::new()))
+                }?;
+                Ok(match outcome {
+                    Ok(samples) => Samples::Timed(samples, Params::new()),
+                    Err(reason) => Samples::Skipped(reason),
+                })
             }
             Runner::External { peer, program } => match self.peers.get(peer).launch() {
                 Ok(launch) => {
@@ -323,12 +352,13 @@ enum Samples {
 }
 
 /// Set up, warm up once, then time `runs` runs; every result is verified.
+/// A setup that panics with [`SkipRow`] skips the row (`Ok(Err(reason))`).
 fn measure_in_process(
     label: &str,
     spec: &Spec,
     setup: Box<dyn FnOnce() -> RunFn>,
     runs: usize,
-) -> Result<Vec<f64>, BenchError> {
+) -> Result<InProcess, BenchError> {
     let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
         let mut run = setup();
         let mut samples = Vec::with_capacity(runs);
@@ -344,12 +374,16 @@ fn measure_in_process(
         }
         Ok(samples)
     }));
-    outcome.unwrap_or_else(|payload| {
-        Err(BenchError::Panicked {
-            case: label.to_string(),
-            message: panic_message(payload.as_ref()),
-        })
-    })
+    match outcome {
+        Ok(timed) => timed.map(Ok),
+        Err(payload) => match payload.downcast::<SkipRow>() {
+            Ok(skip) => Ok(Err(skip.0)),
+            Err(payload) => Err(BenchError::Panicked {
+                case: label.to_string(),
+                message: panic_message(payload.as_ref()),
+            }),
+        },
+    }
 }
 
 /// The first argument that makes this executable a row process.
@@ -358,14 +392,14 @@ pub const ROW_ARG: &str = "__row";
 /// Starts `fibra-bench __row <label> <runs> <quick> <workers>` (or `exe`
 /// instead of this executable), which runs the in-process row `label`
 /// (warm-up and timed runs, every result checked) and prints its timed
-/// samples as a JSON array. Its progress dots and any error go to our
-/// stderr.
+/// samples as a JSON array (or `{"skipped": reason}`, see [`SkipRow`]).
+/// Its progress dots and any error go to our stderr.
 fn measure_in_row_process(
     label: &str,
     config: &Config,
     exe: Option<PathBuf>,
     runs: usize,
-) -> Result<Vec<f64>, BenchError> {
+) -> Result<InProcess, BenchError> {
     let failed = |message| BenchError::Peer {
         case: label.to_string(),
         message,
@@ -380,10 +414,20 @@ fn measure_in_row_process(
         Some(exe) => child::run_exe(&exe, &args, true),
     }
     .map_err(failed)?;
+    if let Ok(RowSkipped { skipped }) = serde_json::from_str::<RowSkipped>(stdout.trim()) {
+        return Ok(Err(skipped));
+    }
     serde_json::from_str::<Vec<f64>>(stdout.trim())
         .ok()
         .filter(|samples| samples.len() == runs)
+        .map(Ok)
         .ok_or_else(|| failed(format!("expected {runs} samples, got {stdout:?}")))
+}
+
+/// What a row process prints for a row that cannot run here.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct RowSkipped {
+    skipped: String,
 }
 
 /// What `main` does when the first argument is [`ROW_ARG`]: measures one
@@ -418,9 +462,11 @@ pub fn row_main(args: &[String], allocator: Allocator) -> ExitCode {
                 allocator.name()
             ));
         }
-        let samples =
-            measure_in_process(label, &case.spec, setup, runs).map_err(|e| e.to_string())?;
-        serde_json::to_string(&samples).map_err(|e| e.to_string())
+        match measure_in_process(label, &case.spec, setup, runs).map_err(|e| e.to_string())? {
+            Ok(samples) => serde_json::to_string(&samples),
+            Err(skipped) => serde_json::to_string(&RowSkipped { skipped }),
+        }
+        .map_err(|e| e.to_string())
     })();
     match result {
         Ok(line) => {
@@ -571,6 +617,27 @@ mod tests {
         let case = spec(7).on(System::FibraThreads, on_threads(|| panic!("send failed")));
         let err = harness(1).run_all(vec![case]).unwrap_err().to_string();
         assert!(err.contains("fibra-threads panicked: send failed"), "{err}");
+    }
+
+    #[test]
+    fn a_setup_that_skips_its_row_leaves_a_note_and_the_suite_goes_on() {
+        let skipping = spec(7).on(
+            System::Fibra,
+            Runner::InProcess(Box::new(|| {
+                skip_row("remote fibra rows: nats-server did not start: test".to_string())
+            })),
+        );
+        let after = spec(7).on(System::Crossbeam, on_threads(|| 7));
+        let summary = harness(2).run_all(vec![skipping, after]).unwrap();
+        assert_eq!(summary.rows.len(), 1, "the next row still ran");
+        assert!(
+            summary
+                .skipped
+                .iter()
+                .any(|s| s.contains("nats-server did not start: test")),
+            "{:?}",
+            summary.skipped
+        );
     }
 
     fn reported(results: &[(bool, u64, Option<f64>)]) -> Vec<PeerRun> {
