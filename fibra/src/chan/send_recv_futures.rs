@@ -215,7 +215,10 @@ impl<T> Future for Recv<'_, T> {
         // SAFETY: structural pinning of the only field.
         let wait = unsafe { self.map_unchecked_mut(|r| &mut r.0) };
         wait.poll_wait(cx, Side::Recv, |chan, st, slot| {
-            // SAFETY: unpublished: the slot is ours.
+            // SAFETY (both calls): unpublished: the slot is ours.
+            if unsafe { chan.recv_buffered_locked(st, slot) } {
+                return Some(None);
+            }
             match unsafe { chan.recv_locked(st, slot, Seeker::FREE) } {
                 Received::Done(waker) => Some(waker),
                 Received::Buffered => Some(chan.refill_locked(st, None)),
@@ -280,7 +283,10 @@ impl<T> Future for Send<'_, T> {
         // SAFETY: structural pinning of the only field.
         let wait = unsafe { self.map_unchecked_mut(|s| &mut s.0) };
         wait.poll_wait(cx, Side::Send, |chan, st, slot| {
-            // SAFETY: unpublished: the slot is ours.
+            // SAFETY (both calls): unpublished: the slot is ours.
+            if unsafe { chan.send_buffered_locked(st, slot) } {
+                return Some(None);
+            }
             match unsafe { chan.send_locked(st, slot, Seeker::FREE) } {
                 Sent::Done(waker) => Some(waker),
                 Sent::Disconnected => Some(None),
