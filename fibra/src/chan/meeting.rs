@@ -15,6 +15,10 @@
 //!   handle goes, and every record of the other side is then committed with
 //!   the "disconnected" outcome (its slot left as it was).
 //! * No waker is woken and no user value is dropped while the lock is held.
+//! * The shortcuts (`send_buffered_locked`, `recv_buffered_locked`) commit
+//!   only an unpublished perform, and only when the other side's queue is
+//!   empty: then the general path would find no partner and make no refill,
+//!   so both keep the invariants above in the same way.
 //!
 //! # Payload slots
 //!

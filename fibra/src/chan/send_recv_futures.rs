@@ -14,6 +14,9 @@
 //! * Its record is *plain* (`op/waiter.rs`): a partner holding the lock
 //!   commits it without a compare-and-swap.
 //! * No branch index, no `prepare`/`repoll`, no choice bookkeeping.
+//! * A buffered send or receive that meets no waiter commits through the
+//!   channel's shortcut (`Chan::send_buffered_locked`/`recv_buffered_locked`),
+//!   inlined into `poll`; the general path is out of line.
 //!
 //! Both futures are a [`Wait`] plus what they do under the lock and what
 //! they make of the slot at the end.
