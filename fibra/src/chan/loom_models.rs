@@ -339,9 +339,7 @@ fn loom_choice_over_buffered_branches_takes_each_value_once() {
         let chooser = thread::spawn(move || {
             let mut got = [0; 2];
             for g in &mut got {
-                *g = choose((a_rx.recv_op(), b_rx.recv_op()))
-                    .perform()
-                    .unwrap();
+                *g = choose((a_rx.recv_op(), b_rx.recv_op())).perform().unwrap();
             }
             got.sort_unstable();
             got
