@@ -226,3 +226,80 @@ fn mpmc_mixing_os_threads_and_tokio_tasks_delivers_each_value_once() {
 fn ping_pong_between_os_thread_and_tokio_task() {
     common::ping_pong_thread_and_task(bounded1, 500);
 }
+
+/// A buffered send takes a shortcut when nobody waits: it must still hand
+/// the value to a receive already waiting on the empty channel, not leave
+/// it in the buffer next to that receive. Each form of send, against a
+/// pending `recv` future and a pending `recv_op` perform.
+#[test]
+fn a_send_with_room_goes_to_a_receive_already_waiting() {
+    for form in 0..3 {
+        for op_form in [false, true] {
+            let (tx, rx) = bounded::<u32>(4);
+            let (waker, woken) = WakeCounter::new();
+            let mut recv: std::pin::Pin<Box<dyn std::future::Future<Output = _>>> = if op_form {
+                Box::pin(std::future::IntoFuture::into_future(rx.recv_op()))
+            } else {
+                Box::pin(rx.recv())
+            };
+            assert!(poll_with(recv.as_mut(), &waker).is_pending());
+            match form {
+                0 => tx.send_blocking(7).unwrap(),
+                1 => tx.try_send(7).unwrap(),
+                _ => futures::executor::block_on(tx.send(7)).unwrap(),
+            }
+            let case = format!("form {form}, op {op_form}");
+            assert_eq!(woken.count(), 1, "{case}");
+            assert_eq!(tx.len(), 0, "{case}: the value went to the waiting receive");
+            assert_eq!(poll_noop(recv.as_mut()), Poll::Ready(Ok(7)), "{case}");
+        }
+    }
+}
+
+/// The shortcut and the general path interleave without losing or
+/// reordering anything: one producer thread sends 0..N through a small
+/// buffer (its sends alternate between the shortcut, when there is room,
+/// and blocking, when it is full); the receiver mixes every form of
+/// receive, and each value arrives once, in order.
+#[test]
+fn shortcut_and_general_path_keep_fifo_order_through_a_full_buffer() {
+    const N: u64 = 500;
+    for cap in [1, 3, 64] {
+        let (tx, rx) = bounded::<u64>(cap);
+        let producer = std::thread::spawn(move || {
+            for i in 0..N {
+                match i % 3 {
+                    0 => tx.send_blocking(i).unwrap(),
+                    1 => futures::executor::block_on(tx.send(i)).unwrap(),
+                    _ => {
+                        let mut v = i;
+                        loop {
+                            match tx.try_send(v) {
+                                Ok(()) => break,
+                                Err(e) => v = e.into_inner(),
+                            }
+                            std::thread::yield_now();
+                        }
+                    }
+                }
+            }
+        });
+        let mut next = 0;
+        while next < N {
+            let got = match next % 4 {
+                0 => rx.recv_blocking().unwrap(),
+                1 => futures::executor::block_on(rx.recv()).unwrap(),
+                2 => rx.recv_op().perform().unwrap(),
+                _ => match rx.try_recv() {
+                    Ok(v) => v,
+                    Err(TryRecvError::Empty) => continue,
+                    Err(e) => panic!("{e:?}"),
+                },
+            };
+            assert_eq!(got, next, "cap {cap}");
+            next += 1;
+        }
+        producer.join().unwrap();
+        assert_eq!(rx.try_recv(), Err(TryRecvError::Disconnected), "cap {cap}");
+    }
+}

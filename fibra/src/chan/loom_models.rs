@@ -303,6 +303,54 @@ fn loom_plain_bounded_refill_from_a_plain_sender() {
     });
 }
 
+#[test]
+fn loom_buffered_shortcut_races_a_parking_receiver_and_close() {
+    // Room for both values: each send may take the shortcut (buffer, no
+    // partner), which it must not do while the receiver is queued; the
+    // receiver's shortcut pops what is buffered. Whatever the interleaving,
+    // the receiver gets 1, 2, then the close, and never sleeps next to a
+    // value. Fails (a receiver left parked) if the send shortcut ignores a
+    // queued receiver.
+    model(|| {
+        let (tx, rx) = bounded::<u32>(2);
+        let r = thread::spawn(move || {
+            let a = rx.recv_blocking();
+            let b = crate::block_on(rx.recv());
+            let c = rx.recv_blocking();
+            (a, b, c)
+        });
+        tx.send_blocking(1).unwrap();
+        crate::block_on(tx.send(2)).unwrap();
+        drop(tx);
+        assert_eq!(r.join().unwrap(), (Ok(1), Ok(2), Err(RecvError)));
+    });
+}
+
+#[test]
+fn loom_choice_over_buffered_branches_takes_each_value_once() {
+    // Two buffered channels filled through the shortcuts (`try_send` from
+    // one thread, `send_blocking` from this one) while a chooser receives
+    // over both, twice: each value once, none left behind.
+    model(|| {
+        let (a_tx, a_rx) = bounded::<u32>(1);
+        let (b_tx, b_rx) = bounded::<u32>(1);
+        // Keep both open: a closed, empty channel is a ready branch.
+        let _keep = (a_tx.clone(), b_tx.clone());
+        let chooser = thread::spawn(move || {
+            let mut got = [0; 2];
+            for g in &mut got {
+                *g = choose((a_rx.recv_op(), b_rx.recv_op())).perform().unwrap();
+            }
+            got.sort_unstable();
+            got
+        });
+        let pa = thread::spawn(move || a_tx.try_send(1).unwrap());
+        b_tx.send_blocking(2).unwrap();
+        pa.join().unwrap();
+        assert_eq!(chooser.join().unwrap(), [1, 2]);
+    });
+}
+
 /// Counts the drops of a value, to check it is dropped exactly once.
 struct Counted(u32, Arc<std::sync::atomic::AtomicUsize>);
 

@@ -15,6 +15,10 @@
 //!   handle goes, and every record of the other side is then committed with
 //!   the "disconnected" outcome (its slot left as it was).
 //! * No waker is woken and no user value is dropped while the lock is held.
+//! * The shortcuts (`send_buffered_locked`, `recv_buffered_locked`) commit
+//!   only an unpublished perform, and only when the other side's queue is
+//!   empty: then the general path would find no partner and make no refill,
+//!   so both keep the invariants above in the same way.
 //!
 //! # Payload slots
 //!
@@ -176,6 +180,85 @@ impl<T> Chan<T> {
 
     pub(crate) fn len(&self) -> usize {
         self.lock().buf.len()
+    }
+
+    /// The fast path of a send that meets no waiter: if no receiver waits
+    /// (so there is nobody to hand the value to), every receiver is still
+    /// there and the buffer has room, moves the value in `mine` to the back
+    /// of the buffer and returns `true`. Otherwise touches nothing and
+    /// returns `false`: the caller takes the general path
+    /// ([`send_locked`](Self::send_locked)). This is what `send_locked`
+    /// does in that case, without its seeker and its outcome enum.
+    ///
+    /// # Safety
+    ///
+    /// The caller owns `mine` (its perform is unpublished).
+    #[inline(always)]
+    pub(crate) unsafe fn send_buffered_locked(&self, st: &mut State<T>, mine: &Slot<T>) -> bool {
+        if st.gone != 0 || !st.recvq.is_empty() || st.buf.len() >= self.cap {
+            return false;
+        }
+        // SAFETY: ours (above).
+        st.buf
+            .push_back(unsafe { take(mine) }.expect("sender's value"));
+        true
+    }
+
+    /// The fast path of a receive: if a value is buffered and no sender
+    /// waits for room (so the receive need not refill the buffer from one),
+    /// moves the front value into `mine` and returns `true`. Otherwise
+    /// touches nothing and returns `false`: the caller takes the general
+    /// path ([`recv_locked`](Self::recv_locked), then
+    /// [`refill_locked`](Self::refill_locked)).
+    ///
+    /// # Safety
+    ///
+    /// The caller owns `mine` (its perform is unpublished).
+    #[inline(always)]
+    pub(crate) unsafe fn recv_buffered_locked(&self, st: &mut State<T>, mine: &Slot<T>) -> bool {
+        if !st.sendq.is_empty() {
+            return false;
+        }
+        match st.buf.pop_front() {
+            Some(v) => {
+                // SAFETY: ours (above).
+                unsafe { put(mine, v) };
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// [`send_buffered_locked`](Self::send_buffered_locked) with the lock
+    /// taken here, for a value the caller holds: `Err(value)` when the
+    /// general path must run (also when the readiness word says there is no
+    /// room: a stale hint only sends the caller the general way).
+    #[inline]
+    pub(crate) fn try_send_buffered(&self, value: T) -> Result<(), T> {
+        if !self.may(readiness::ROOM) {
+            return Err(value);
+        }
+        let mut st = self.lock();
+        if st.gone != 0 || !st.recvq.is_empty() || st.buf.len() >= self.cap {
+            return Err(value);
+        }
+        st.buf.push_back(value);
+        Ok(())
+    }
+
+    /// [`recv_buffered_locked`](Self::recv_buffered_locked) with the lock
+    /// taken here: `None` when the general path must run (also when the
+    /// readiness word says nothing is buffered).
+    #[inline]
+    pub(crate) fn try_recv_buffered(&self) -> Option<T> {
+        if !self.may(readiness::BUFFERED) {
+            return None;
+        }
+        let mut st = self.lock();
+        if !st.sendq.is_empty() {
+            return None;
+        }
+        st.buf.pop_front()
     }
 
     /// Tries to deliver the value in `mine` (the sender's slot).

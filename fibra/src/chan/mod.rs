@@ -303,6 +303,10 @@ impl<T> Sender<T> {
     /// assert_eq!(tx.try_send(3), Err(TrySendError::Disconnected(3)));
     /// ```
     pub fn try_send(&self, value: T) -> Result<(), TrySendError<T>> {
+        let value = match self.chan.try_send_buffered(value) {
+            Ok(()) => return Ok(()),
+            Err(value) => value,
+        };
         match self.send_op(value).try_perform() {
             Ok(Ok(())) => Ok(()),
             Ok(Err(SendError(v))) => Err(TrySendError::Disconnected(v)),
@@ -323,7 +327,13 @@ impl<T> Sender<T> {
     /// assert_eq!(t.join().unwrap(), Ok(5));
     /// ```
     pub fn send_blocking(&self, value: T) -> Result<(), SendError<T>> {
-        self.send_op(value).perform()
+        // Refused on a worker even when it would not block.
+        crate::op::check_blocking_allowed();
+        // A buffered send that meets no waiter needs no perform.
+        match self.chan.try_send_buffered(value) {
+            Ok(()) => Ok(()),
+            Err(value) => self.send_op(value).perform(),
+        }
     }
 
     /// Sends `value`, waiting at most `d`; on timeout the value comes back
@@ -490,6 +500,9 @@ impl<T> Receiver<T> {
     /// assert_eq!(rx.try_recv(), Err(TryRecvError::Disconnected));
     /// ```
     pub fn try_recv(&self) -> Result<T, TryRecvError> {
+        if let Some(v) = self.chan.try_recv_buffered() {
+            return Ok(v);
+        }
         match self.recv_op().try_perform() {
             Ok(Ok(v)) => Ok(v),
             Ok(Err(RecvError)) => Err(TryRecvError::Disconnected),
@@ -509,7 +522,13 @@ impl<T> Receiver<T> {
     /// assert_eq!(rx.recv_blocking(), Ok("hello"));
     /// ```
     pub fn recv_blocking(&self) -> Result<T, RecvError> {
-        self.recv_op().perform()
+        // Refused on a worker even when it would not block.
+        crate::op::check_blocking_allowed();
+        // A buffered value with no sender waiting for room needs no perform.
+        match self.chan.try_recv_buffered() {
+            Some(v) => Ok(v),
+            None => self.recv_op().perform(),
+        }
     }
 
     /// Receives a value, waiting at most `d`: `Err(Timeout)` if none came

@@ -123,7 +123,11 @@ impl<T> Op for RecvOp<'_, T> {
             return None;
         }
         let mut st = chan.lock();
-        // SAFETY: unpublished: the slot is ours.
+        // SAFETY (both calls): unpublished: the slot is ours.
+        if unsafe { chan.recv_buffered_locked(&mut st, slot) } {
+            drop(st);
+            return Some(self.take_result());
+        }
         match unsafe { chan.recv_locked(&mut st, slot, Seeker::FREE) } {
             Received::Done(waker) => {
                 drop(st);
@@ -292,7 +296,10 @@ impl<T> Op for SendOp<'_, T> {
             return None;
         }
         let mut st = chan.lock();
-        // SAFETY: unpublished: the slot is ours.
+        // SAFETY (both calls): unpublished: the slot is ours.
+        if unsafe { chan.send_buffered_locked(&mut st, slot) } {
+            return Some(Ok(()));
+        }
         match unsafe { chan.send_locked(&mut st, slot, Seeker::FREE) } {
             Sent::Done(waker) => {
                 drop(st);

@@ -14,6 +14,9 @@
 //! * Its record is *plain* (`op/waiter.rs`): a partner holding the lock
 //!   commits it without a compare-and-swap.
 //! * No branch index, no `prepare`/`repoll`, no choice bookkeeping.
+//! * A buffered send or receive that meets no waiter commits through the
+//!   channel's shortcut (`Chan::send_buffered_locked`/`recv_buffered_locked`),
+//!   inlined into `poll`; the general path is out of line.
 //!
 //! Both futures are a [`Wait`] plus what they do under the lock and what
 //! they make of the slot at the end.
@@ -33,7 +36,7 @@
 //!   was not sent (its value drops with it); a receive dropped after a
 //!   sender committed to it gives the value back to the channel.
 
-use super::meeting::{Chan, Received, Sent, State};
+use super::meeting::{Chan, Guard, Received, Sent, State};
 use super::ops::wake;
 use super::{RecvError, SendError};
 use crate::loom::UnsafeCell;
@@ -98,54 +101,88 @@ impl<'a, T> Wait<'a, T> {
         }
     }
 
-    /// Polls the wait. `attempt` runs under the lock on the first poll, with
-    /// our unpublished slot: `Some(waker)` if it committed (the waker of the
-    /// partner, woken once the lock is released), `None` if nobody is there
-    /// (we publish). Ready with the slot's content once committed.
-    #[inline]
+    /// Polls the wait. On the first poll, under the lock and with our
+    /// unpublished slot, `fast` tries the shortcut (a buffered send or
+    /// receive that meets no waiter: `true` if it committed), then
+    /// `attempt` the general path: `Some(waker)` if it committed (the waker
+    /// of the partner, woken once the lock is released), `None` if nobody
+    /// is there (we publish). Ready with the slot's content once committed.
+    ///
+    /// Only the shortcut is inlined into the caller; the rest is out of
+    /// line (`first_poll_slow`, `poll_again`).
+    #[inline(always)]
     fn poll_wait(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         side: Side,
+        fast: impl FnOnce(&Chan<T>, &mut State<T>, &Slot<T>) -> bool,
         attempt: impl FnOnce(&Chan<T>, &mut State<T>, &Slot<T>) -> Option<Option<Waker>>,
     ) -> Poll<Option<T>> {
         // SAFETY: `state` and `slot` stay where they are (only shared
         // references to them go out); `phase` is not structurally pinned.
         let this = unsafe { self.get_unchecked_mut() };
-        match this.phase {
-            Phase::Fresh => {
-                if !crate::coop::consume() {
-                    // Out of budget on a fibra worker: let the others run.
-                    cx.waker().wake_by_ref();
-                    return Poll::Pending;
-                }
-                let mut st = this.chan.lock();
-                match attempt(this.chan, &mut st, &this.slot) {
-                    Some(waker) => {
-                        drop(st);
-                        wake(waker);
-                    }
-                    None => {
-                        // Nobody can have come since we looked: we hold the
-                        // lock. Publish; the next partner commits us.
-                        this.state.set_waker_unpublished(cx.waker().clone());
-                        let reg = side.queue(&mut st).push_plain(&this.state, &this.slot);
-                        this.phase = Phase::Waiting(reg);
-                        return Poll::Pending;
-                    }
-                }
+        if this.phase != Phase::Fresh {
+            return this.poll_again(cx, side);
+        }
+        if !crate::coop::consume() {
+            // Out of budget on a fibra worker: let the others run.
+            cx.waker().wake_by_ref();
+            return Poll::Pending;
+        }
+        let mut st = this.chan.lock();
+        if fast(this.chan, &mut st, &this.slot) {
+            drop(st);
+            this.phase = Phase::Done;
+            // SAFETY: committed by us, unpublished: the slot is ours.
+            return Poll::Ready(unsafe { take(&this.slot) });
+        }
+        this.first_poll_slow(cx, side, st, attempt)
+    }
+
+    /// The first poll's general path, under the lock `st` (`poll_wait`).
+    #[inline(never)]
+    fn first_poll_slow(
+        &mut self,
+        cx: &Context<'_>,
+        side: Side,
+        mut st: Guard<'_, T>,
+        attempt: impl FnOnce(&Chan<T>, &mut State<T>, &Slot<T>) -> Option<Option<Waker>>,
+    ) -> Poll<Option<T>> {
+        match attempt(self.chan, &mut st, &self.slot) {
+            Some(waker) => {
+                drop(st);
+                wake(waker);
             }
+            None => {
+                // Nobody can have come since we looked: we hold the lock.
+                // Publish; the next partner commits us.
+                self.state.set_waker_unpublished(cx.waker().clone());
+                let reg = side.queue(&mut st).push_plain(&self.state, &self.slot);
+                self.phase = Phase::Waiting(reg);
+                return Poll::Pending;
+            }
+        }
+        self.phase = Phase::Done;
+        // SAFETY: committed by us, unpublished: the slot is ours.
+        Poll::Ready(unsafe { take(&self.slot) })
+    }
+
+    /// A poll after the first one.
+    #[inline(never)]
+    fn poll_again(&mut self, cx: &Context<'_>, side: Side) -> Poll<Option<T>> {
+        match self.phase {
             Phase::Waiting(reg) => {
-                if this.state.load() != Seen::Synced(0) && this.still_waiting(side, reg, cx) {
+                if self.state.load() != Seen::Synced(0) && self.still_waiting(side, reg, cx) {
                     return Poll::Pending;
                 }
             }
             Phase::Done => panic!("a channel send or receive polled after it completed"),
+            Phase::Fresh => unreachable!("the first poll goes through `poll_wait`"),
         }
-        this.phase = Phase::Done;
-        // SAFETY: committed (by us, unpublished, or by a partner that stored
-        // `SYNCED`): the slot is ours.
-        Poll::Ready(unsafe { take(&this.slot) })
+        self.phase = Phase::Done;
+        // SAFETY: committed by a partner that stored `SYNCED`: the slot is
+        // ours.
+        Poll::Ready(unsafe { take(&self.slot) })
     }
 
     /// A published wait that saw no commit: looks again under the lock.
@@ -169,10 +206,16 @@ impl<'a, T> Wait<'a, T> {
     /// For a drop: withdraws a waiting record, or finds it committed; either
     /// way the slot is ours again, and its content is returned (outside the
     /// lock).
+    #[inline(always)]
     fn withdraw(&mut self, side: Side) -> Option<T> {
         let Phase::Waiting(reg) = self.phase else {
             return None;
         };
+        self.withdraw_published(side, reg)
+    }
+
+    #[inline(never)]
+    fn withdraw_published(&mut self, side: Side, reg: Registration) -> Option<T> {
         self.phase = Phase::Done;
         side.queue(&mut self.chan.lock()).remove(reg);
         // SAFETY: out of the queue (withdrawn, or committed with `SYNCED`
@@ -211,19 +254,23 @@ impl<'a, T> Recv<'a, T> {
 impl<T> Future for Recv<'_, T> {
     type Output = Result<T, RecvError>;
 
+    #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         // SAFETY: structural pinning of the only field.
         let wait = unsafe { self.map_unchecked_mut(|r| &mut r.0) };
-        wait.poll_wait(cx, Side::Recv, |chan, st, slot| {
-            // SAFETY: unpublished: the slot is ours.
-            match unsafe { chan.recv_locked(st, slot, Seeker::FREE) } {
+        wait.poll_wait(
+            cx,
+            Side::Recv,
+            // SAFETY (both closures): unpublished: the slot is ours.
+            |chan, st, slot| unsafe { chan.recv_buffered_locked(st, slot) },
+            |chan, st, slot| match unsafe { chan.recv_locked(st, slot, Seeker::FREE) } {
                 Received::Done(waker) => Some(waker),
                 Received::Buffered => Some(chan.refill_locked(st, None)),
                 Received::Disconnected => Some(None),
                 Received::NotReady => None,
                 Received::SelfSynced => unreachable!("an unpublished wait saw itself synced"),
-            }
-        })
+            },
+        )
         // An empty slot means "disconnected".
         .map(|got| got.ok_or(RecvError))
     }
@@ -276,18 +323,22 @@ impl<'a, T> Send<'a, T> {
 impl<T> Future for Send<'_, T> {
     type Output = Result<(), SendError<T>>;
 
+    #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         // SAFETY: structural pinning of the only field.
         let wait = unsafe { self.map_unchecked_mut(|s| &mut s.0) };
-        wait.poll_wait(cx, Side::Send, |chan, st, slot| {
-            // SAFETY: unpublished: the slot is ours.
-            match unsafe { chan.send_locked(st, slot, Seeker::FREE) } {
+        wait.poll_wait(
+            cx,
+            Side::Send,
+            // SAFETY (both closures): unpublished: the slot is ours.
+            |chan, st, slot| unsafe { chan.send_buffered_locked(st, slot) },
+            |chan, st, slot| match unsafe { chan.send_locked(st, slot, Seeker::FREE) } {
                 Sent::Done(waker) => Some(waker),
                 Sent::Disconnected => Some(None),
                 Sent::NotReady => None,
                 Sent::SelfSynced => unreachable!("an unpublished wait saw itself synced"),
-            }
-        })
+            },
+        )
         // A value still in the slot means "disconnected".
         .map(|left| left.map_or(Ok(()), |v| Err(SendError(v))))
     }
