@@ -211,6 +211,7 @@ impl Builder {
             drain_lock: Mutex::new(()),
             heaps: (0..n).map(|_| super::task_alloc::Heap::new()).collect(),
             retained_woken: (0..n).map(|_| Default::default()).collect(),
+            inboxes: (0..n).map(|_| Default::default()).collect(),
             workers_running: AtomicUsize::new(match self.flavor {
                 Flavor::CurrentThread => 0,
                 Flavor::MultiThread => n,

@@ -2,6 +2,7 @@
 //! idle workers' sleep/wake protocol (see `chan/loom_models.rs` to run).
 
 use super::idle::Idle;
+use super::inbox::Inbox;
 use super::park::Parker;
 use super::retained::WokenHint;
 use super::task::{AfterPoll, FutureCell, TaskState};
@@ -98,11 +99,11 @@ fn loom_a_retained_task_woken_elsewhere_is_released_once_and_promptly() {
             if s2.notify() {
                 q2.fetch_add(1, Ordering::SeqCst);
             } else {
-                h2.raise();
+                h2.raise(WokenHint::OUTSIDE);
             }
         });
         let mut retained = true;
-        if hint.take_down() {
+        if hint.take_down() != 0 {
             assert!(st.is_marked(), "the hint came without its mark");
             assert_eq!(st.end_run_pending(), AfterPoll::Requeue);
             queued.fetch_add(1, Ordering::SeqCst);
@@ -136,12 +137,12 @@ fn loom_two_wakes_from_elsewhere_are_both_seen_through_one_hint() {
                 let hint = hint.clone();
                 thread::spawn(move || {
                     assert!(!t.notify(), "retained: RUNNING");
-                    hint.raise();
+                    hint.raise(WokenHint::OUTSIDE);
                 })
             })
             .collect();
         let mut released = [false, false];
-        if hint.take_down() {
+        if hint.take_down() != 0 {
             for (i, t) in [&t1, &t2].into_iter().enumerate() {
                 if t.is_marked() {
                     assert_eq!(t.end_run_pending(), AfterPoll::Requeue);
@@ -157,7 +158,7 @@ fn loom_two_wakes_from_elsewhere_are_both_seen_through_one_hint() {
             .zip(released)
             .any(|(t, r)| !r && t.is_marked());
         if left_marked {
-            assert!(hint.take_down(), "a marked task left without a hint");
+            assert!(hint.take_down() != 0, "a marked task left without a hint");
         }
     });
 }
@@ -476,5 +477,36 @@ fn loom_inflation_racing_a_wake_loses_neither() {
         // The requeued run: ordinary from now on.
         assert_eq!(st.start_run(), Some(false));
         assert!(!st.is_parasite());
+    });
+}
+
+#[test]
+fn loom_a_task_handed_to_a_worker_going_to_sleep_is_never_stranded() {
+    // Worker 0 hands a task to worker 1 (`inbox.rs`) while worker 1 runs
+    // out of work: it registers as a sleeper, looks once more (its inbox
+    // included) and parks if it saw nothing. Exactly one of them ends up
+    // with the task: worker 1's look, or worker 0 taking it back because
+    // worker 1 sleeps. (Fails if the giver looks for the sleeper before its
+    // push, or if the final look skips the inbox.)
+    model(|| {
+        let idle = Arc::new(Idle::new(2));
+        let inbox = Arc::new(Inbox::<u32>::default());
+        let (i2, b2) = (idle.clone(), inbox.clone());
+        let giver = thread::spawn(move || b2.hand_over(7, &i2, 1));
+        idle.register_sleeper(1, false);
+        let mut taken = 0;
+        if !inbox.is_empty_now() && idle.unregister_sleeper(1) {
+            inbox.take_all(|t| {
+                assert_eq!(t, 7);
+                taken += 1;
+            });
+        }
+        let back = giver.join().unwrap();
+        assert_eq!(
+            taken + usize::from(back.is_some()),
+            1,
+            "stranded or doubled"
+        );
+        assert!(inbox.is_empty_now());
     });
 }

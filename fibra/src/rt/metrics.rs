@@ -29,6 +29,7 @@ pub(crate) struct Counters {
     parks: AtomicUsize,
     spawned: AtomicUsize,
     finished: AtomicUsize,
+    handed_out: AtomicUsize,
 }
 
 /// Which counter to bump.
@@ -40,6 +41,8 @@ pub(crate) enum Count {
     Parks,
     Spawned,
     Finished,
+    /// A task woken by another worker's task was handed to that worker.
+    HandedOut,
 }
 
 #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
@@ -51,6 +54,7 @@ impl Counters {
             Count::Parks => &self.parks,
             Count::Spawned => &self.spawned,
             Count::Finished => &self.finished,
+            Count::HandedOut => &self.handed_out,
         }
     }
 
@@ -230,6 +234,24 @@ impl RuntimeMetrics {
     #[cfg(feature = "metrics")]
     pub fn worker_park_count(&self, worker: usize) -> u64 {
         self.shared.counters[worker].load(Count::Parks)
+    }
+
+    /// Tasks worker `worker` handed over to another worker because a task
+    /// running there woke them (they talk to tasks there; the runtime's
+    /// docs, "Scheduling").
+    ///
+    /// # Panics
+    ///
+    /// If `worker >= num_workers()`.
+    ///
+    /// ```
+    /// let rt = fibra::Runtime::builder().workers(2).build().unwrap();
+    /// let m = rt.handle().metrics();
+    /// let _ = m.worker_handed_over_count(0) + m.worker_handed_over_count(1);
+    /// ```
+    #[cfg(feature = "metrics")]
+    pub fn worker_handed_over_count(&self, worker: usize) -> u64 {
+        self.shared.counters[worker].load(Count::HandedOut)
     }
 
     #[cfg(feature = "metrics")]

@@ -37,6 +37,7 @@
 mod blocking;
 mod builder;
 mod idle;
+mod inbox;
 pub(crate) mod io;
 mod join;
 mod join_set;
@@ -119,6 +120,8 @@ pub(crate) struct Shared {
     /// Per worker: a wake from elsewhere marked a task it retains
     /// (`retained.rs`); it looks at its ring at its next turn.
     retained_woken: Box<[retained::WokenHint]>,
+    /// Per worker: tasks other workers handed over to it (`inbox.rs`).
+    inboxes: Box<[crossbeam_utils::CachePadded<inbox::Inbox>]>,
     /// Whether long-running parasites inflate (`Builder::parasite_inflation`).
     parasite_inflation: bool,
     /// The I/O driver, made at the first socket registered (`io/`).
@@ -141,12 +144,29 @@ impl Shared {
         !self.injector.is_empty() || self.stealers.iter().any(|s| !s.is_empty())
     }
 
+    /// A sleeper's final look: work anywhere, or in worker `me`'s inbox
+    /// (read under its lock: `inbox.rs`).
+    fn has_work_for(&self, me: usize) -> bool {
+        self.has_work() || !self.inboxes[me].is_empty_now()
+    }
+
+    /// Hands `task` (a queue entry: it holds `RUNNING`) to worker `to`,
+    /// whose task woke it (`inbox.rs`); gives back an entry to queue here
+    /// instead if `to` sleeps.
+    fn hand_over(&self, to: usize, task: TaskRef) -> Option<TaskRef> {
+        let back = self.inboxes[to].hand_over(task, &self.idle, to);
+        if back.is_none() {
+            self.retained_woken[to].raise(retained::WokenHint::INBOX);
+        }
+        back
+    }
+
     /// A wake found a task `RUNNING` and marked it `NOTIFIED`, and the task's
     /// `retained` token names worker `token`'s ring: asks that worker to
     /// release the tasks it retains that were woken (`retained.rs`).
-    fn hint_retainer(&self, token: usize) {
+    fn hint_retainer(&self, token: usize, from: Option<usize>) {
         if let Some(hint) = self.retained_woken.get(retained::worker_of(token)) {
-            hint.raise();
+            hint.raise(retained::WokenHint::bit(from));
         }
     }
 
@@ -402,6 +422,9 @@ impl Shared {
         take(&|| self.injector.steal());
         for s in &self.stealers {
             take(&|| s.steal());
+        }
+        for inbox in &self.inboxes {
+            inbox.take_all(|t| into.push(t));
         }
     }
 }

@@ -71,7 +71,7 @@
 //!   raises a needless hint.
 
 use super::task::{IdleRun, TaskRef};
-use crate::loom::{AtomicBool, Ordering};
+use crate::loom::{AtomicUsize, Ordering};
 use std::cell::Cell;
 
 /// Slots in the ring: the most task turns a task stays retained.
@@ -201,31 +201,67 @@ impl Retained {
     }
 }
 
-/// A worker's mailbox flag for wakes from elsewhere: a wake that found a
-/// task `RUNNING` and marked it `NOTIFIED` raises the flag of the worker
-/// whose token the task carries; that worker, between two turns, takes the
-/// flag down and releases the marked tasks it retains.
+/// A worker's mailbox flags for wakes from elsewhere: a wake that found a
+/// task `RUNNING` and marked it `NOTIFIED` raises, in the flags of the
+/// worker whose token the task carries, the bit of the waker's worker (or
+/// [`OUTSIDE`](Self::OUTSIDE) for a thread that is no worker of this
+/// runtime); that worker, between two turns, takes the flags down and
+/// releases the marked tasks it retains, handing them to the waker's worker
+/// when one worker woke them all (`inbox.rs`). A worker that pushed tasks
+/// into this worker's inbox raises [`INBOX`](Self::INBOX).
 #[derive(Default)]
-pub(crate) struct WokenHint(crossbeam_utils::CachePadded<AtomicBool>);
+pub(crate) struct WokenHint(crossbeam_utils::CachePadded<AtomicUsize>);
 
 impl WokenHint {
-    /// By the waker, after it marked the task.
-    pub(crate) fn raise(&self) {
+    /// Tasks wait in the worker's inbox (`inbox.rs`).
+    pub(crate) const INBOX: usize = 1 << (usize::BITS - 1);
+    /// A thread that is no worker of the runtime (or a worker whose index
+    /// has no bit of its own) woke a retained task.
+    pub(crate) const OUTSIDE: usize = 1 << (usize::BITS - 2);
+    /// Workers with a bit of their own.
+    const WORKER_BITS: usize = usize::BITS as usize - 2;
+
+    /// The bit that stands for worker `from` (`None`: not a worker of this
+    /// runtime).
+    pub(crate) fn bit(from: Option<usize>) -> usize {
+        match from {
+            Some(j) if j < Self::WORKER_BITS => 1 << j,
+            _ => Self::OUTSIDE,
+        }
+    }
+
+    /// By the waker, after it marked the task (or pushed into the inbox):
+    /// raises `bit`.
+    pub(crate) fn raise(&self, bit: usize) {
         // Release, after the waker's `NOTIFIED` (its RMW on the state word):
-        // the worker's Acquire in `take_down` then sees the mark. A swap,
+        // the worker's Acquire in `take_down` then sees the mark. An RMW,
         // not a store: two wakers may raise before the worker looks, and a
         // plain store by the second would end the first's release sequence,
         // so the worker could miss the first mark (loom model
         // `loom_two_wakes_from_elsewhere_are_both_seen_through_one_hint`).
-        self.0.swap(true, Ordering::Release);
+        self.0.fetch_or(bit, Ordering::Release);
     }
 
-    /// By the worker: whether the flag was up (now down).
+    /// By the worker: the flags that were up (0 if none; now all down).
     #[inline]
-    pub(crate) fn take_down(&self) -> bool {
+    pub(crate) fn take_down(&self) -> usize {
         // Relaxed first: a plain load per turn, the RMW only when raised.
-        // Acquire: pairs with `raise`'s Release swap.
-        self.0.load(Ordering::Relaxed) && self.0.swap(false, Ordering::Acquire)
+        // Acquire: pairs with `raise`'s Release RMW.
+        if self.0.load(Ordering::Relaxed) == 0 {
+            return 0;
+        }
+        self.0.swap(0, Ordering::Acquire)
+    }
+
+    /// The one worker, other than `me`, whose tasks' wakes raised `flags`,
+    /// if exactly one did: where tasks woken by it should go.
+    pub(crate) fn sole_waker(flags: usize, me: usize) -> Option<usize> {
+        let wakers = flags & !Self::INBOX;
+        if wakers.count_ones() != 1 || wakers == Self::OUTSIDE {
+            return None;
+        }
+        let j = wakers.trailing_zeros() as usize;
+        (j != me).then_some(j)
     }
 }
 

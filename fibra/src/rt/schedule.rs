@@ -34,7 +34,7 @@ pub(crate) fn wake(task: TaskRef) {
         if task.notify() {
             Shared::schedule_on(ctx, task);
         } else {
-            hint_retainer(&task);
+            hint_retainer(ctx, &task);
         }
     })
 }
@@ -59,19 +59,28 @@ pub(crate) fn wake_by_ref(task: &TaskRef) {
             // caller's waker holds a reference).
             Shared::schedule_on(ctx, task.clone());
         } else {
-            hint_retainer(task);
+            hint_retainer(ctx, task);
         }
     })
 }
 
 /// After a wake that only marked the task: if a worker retains it, asks
-/// that worker to release it at its next turn (`retained.rs`). A token read
-/// as 0 while the task is in fact retained (its store not visible yet)
-/// leaves the release to the slot's turn.
-fn hint_retainer(task: &TaskRef) {
+/// that worker to release it at its next turn (`retained.rs`), naming the
+/// waker's worker (`ctx`, if it is one of the task's runtime and the wake
+/// comes from a running task) so that the task may move there
+/// (`inbox.rs`). A wake made while a task finishes (its joiners) or while
+/// the worker delivers I/O events names no worker: the woken task's
+/// partner is not there. A token read as 0 while the task is in fact
+/// retained (its store not visible yet) leaves the release to the slot's
+/// turn.
+fn hint_retainer(ctx: Option<&WorkerCtx>, task: &TaskRef) {
     let token = task.header().retained();
     if token != 0 {
-        task.shared().hint_retainer(token);
+        let shared = task.shared();
+        let from = ctx
+            .filter(|c| Arc::ptr_eq(&c.shared, shared) && !c.is_finishing())
+            .map(|c| c.index);
+        shared.hint_retainer(token, from);
     }
 }
 

@@ -41,7 +41,7 @@
 use super::Shared;
 use super::queue::{Steal, Worker as Deque};
 use super::rescue::{QUIET_TICKS, TICK, Watch};
-use super::retained::Retained;
+use super::retained::{Retained, WokenHint};
 use super::task::{IdleRun, TaskRef};
 use crate::loom::{Instant, Ordering};
 use std::cell::{Cell, RefCell};
@@ -258,18 +258,51 @@ impl WorkerCtx {
         self.retained.len()
     }
 
-    /// Releases a task that left our ring; queues it if it was woken.
-    fn release_retained(&self, task: IdleRun) {
+    /// Releases a task that left our ring; queues it if it was woken: on
+    /// worker `to`'s inbox if given (`inbox.rs`), else at the back of ours.
+    fn release_retained(&self, task: IdleRun, to: Option<usize>) {
         // SAFETY: it came out of our ring, token cleared.
         if let Some(entry) = unsafe { TaskRef::release_retained(task) } {
-            self.schedule_back(entry);
+            match to {
+                Some(j) => {
+                    self.count(super::metrics::Count::HandedOut);
+                    if let Some(back) = self.shared.hand_over(j, entry) {
+                        self.schedule_back(back);
+                    }
+                }
+                None => self.schedule_back(entry),
+            }
         }
     }
 
     /// Releases every retained task (before looking elsewhere, sleeping or
     /// stopping: retained tasks woken from other threads wait for this).
-    fn release_all_retained(&self) {
-        self.retained.release_all(|t| self.release_retained(t));
+    /// Before looking elsewhere or sleeping (`hand_over`), the ones another
+    /// worker's tasks woke go to that worker; when stopping, none moves.
+    fn release_all_retained(&self, hand_over: bool) {
+        let to = if hand_over {
+            let flags = self.shared.retained_woken[self.index].take_down();
+            self.take_inbox(flags);
+            WokenHint::sole_waker(flags, self.index)
+        } else {
+            None
+        };
+        self.retained.release_all(|t| self.release_retained(t, to));
+    }
+
+    /// If `flags` (our hint, taken down) say tasks wait in our inbox, queues
+    /// them as woken here: another worker handed them over because a task
+    /// of ours woke them (`inbox.rs`).
+    #[inline]
+    fn take_inbox(&self, flags: usize) {
+        if flags & WokenHint::INBOX != 0 {
+            self.drain_inbox();
+        }
+    }
+
+    #[cold]
+    fn drain_inbox(&self) {
+        self.shared.inboxes[self.index].take_all(|t| self.schedule_next_here(t));
     }
 
     /// A parasite inflated here: the next `EAGER_PENALTY` `spawn_eager`
@@ -364,6 +397,12 @@ impl WorkerCtx {
         }
         let _restore = Restore(&self.finishing, self.finishing.replace(true));
         f()
+    }
+
+    /// Whether the wakes made now come from a task that finished or from
+    /// an I/O poll (`finishing`), not from a running task.
+    pub(crate) fn is_finishing(&self) -> bool {
+        self.finishing.get()
     }
 
     /// Schedules a task woken by the task running here: into `next`
@@ -498,7 +537,11 @@ impl WorkerCtx {
         let mut step = 0;
         for _ in 0..SEARCH_ROUNDS {
             found = self.steal_injector().or_else(|| self.steal_others());
-            if found.is_some() || self.shared.is_shutdown() {
+            if found.is_some()
+                || self.shared.is_shutdown()
+                || !self.shared.inboxes[self.index].is_empty()
+            {
+                // (A task handed to us: the loop takes it.)
                 break;
             }
             crate::loom::spin_wait(&mut step);
@@ -539,23 +582,45 @@ impl WorkerCtx {
             { task_id = task.id(), worker = self.index },
             self.outside(|| task.run())
         );
+        // Inside the loop's section again: our private state is ours.
+        let hint = &self.shared.retained_woken[self.index];
         if idle.is_none() && self.retained.is_empty() {
-            // Nothing to retain or release (a hint can only be stale): a
-            // task that finished, among others that do (spawn-join).
+            // Nothing to retain or release (a hint can only be stale, or
+            // about our inbox): a task that finished, among others that do
+            // (spawn-join).
+            self.take_inbox(hint.take_down());
             return;
         }
-        self.retained.turn(idle, |t| self.release_retained(t));
-        if self.shared.retained_woken[self.index].take_down() {
-            // Woken from elsewhere during this turn: they go next, before
-            // a task this turn's poll requeued (a yield comes after the
-            // wake it delays).
-            self.retained.release_woken(|t| {
-                // SAFETY: it came out of our ring, token cleared.
-                if let Some(entry) = unsafe { TaskRef::release_retained(t) } {
-                    self.schedule_next_here(entry);
-                }
-            });
+        self.retained.turn(idle, |t| self.release_retained(t, None));
+        let flags = hint.take_down();
+        if flags == 0 {
+            return;
         }
+        // Handed to us: woken by our tasks before this turn ended.
+        self.take_inbox(flags);
+        // Woken from elsewhere during this turn: they go next, before a
+        // task this turn's poll requeued (a yield comes after the wake it
+        // delays); to the waker's worker if one worker's tasks woke them.
+        let to = WokenHint::sole_waker(flags, self.index);
+        self.retained.release_woken(|t| {
+            // SAFETY: it came out of our ring, token cleared.
+            let Some(entry) = (unsafe { TaskRef::release_retained(t) }) else {
+                return;
+            };
+            let entry = match to {
+                Some(j) => {
+                    self.count(super::metrics::Count::HandedOut);
+                    match self.shared.hand_over(j, entry) {
+                        // Handed over.
+                        None => return,
+                        // Back: that worker sleeps.
+                        Some(back) => back,
+                    }
+                }
+                None => entry,
+            };
+            self.schedule_next_here(entry);
+        });
     }
 
     /// Runs tasks until `done()` or shutdown.
@@ -574,7 +639,7 @@ impl WorkerCtx {
                     watch.enter(ctx.seq.get());
                     ctx.seq.set(ctx.seq.get().wrapping_add(1));
                 }
-                ctx.release_all_retained();
+                ctx.release_all_retained(false);
                 if let Some(watch) = ctx.watch() {
                     // Inside the loop's section: no rescuer holds us
                     // frozen while the pointer goes.
@@ -617,7 +682,13 @@ impl WorkerCtx {
             if !self.retained.is_empty() {
                 // Nothing queued here: what we retain is idle, and a wake
                 // from elsewhere may be waiting on it. Then look again.
-                self.release_all_retained();
+                self.release_all_retained(true);
+                continue;
+            }
+            if !self.shared.inboxes[self.index].is_empty() {
+                // Handed to us (`inbox.rs`); our hint's flags are stale.
+                let _ = self.shared.retained_woken[self.index].take_down();
+                self.drain_inbox();
                 continue;
             }
             // Out of local work: I/O that is already in (a reply on a
@@ -632,6 +703,9 @@ impl WorkerCtx {
                 continue;
             }
             searching = false;
+            if !self.shared.inboxes[self.index].is_empty() {
+                continue;
+            }
             // Out of work: give back task memory other threads freed.
             // SAFETY: we are this heap's worker.
             unsafe { self.heap().trim() };
@@ -643,7 +717,7 @@ impl WorkerCtx {
             idle.register_sleeper(self.index, tick.is_some());
             // If a waker picked us meanwhile (unregister fails), it counts us
             // as a searcher and its token is on the way: park takes it.
-            if (self.shared.has_work() || done() || self.shared.is_shutdown())
+            if (self.shared.has_work_for(self.index) || done() || self.shared.is_shutdown())
                 && idle.unregister_sleeper(self.index)
             {
                 continue;
@@ -826,6 +900,7 @@ impl WorkerCtx {
             take(t);
         }
         let _ = self.shared.retained_woken[self.index].take_down();
+        self.shared.inboxes[self.index].take_all(&mut take);
         self.retained.release_woken(|run| {
             // SAFETY: it came out of the ring, token cleared.
             if let Some(entry) = unsafe { TaskRef::release_retained(run) } {
