@@ -236,7 +236,11 @@ fn messages_in_and_past_the_first_block_are_each_received_or_dropped_once() {
             assert_eq!(drops.load(Ordering::SeqCst), received as usize);
             let monitor = addr.monitor();
             drop(mb);
-            assert_eq!(drops.load(Ordering::SeqCst), sent as usize, "{sent}/{received}");
+            assert_eq!(
+                drops.load(Ordering::SeqCst),
+                sent as usize,
+                "{sent}/{received}"
+            );
             drop(addr);
             // The monitor alone holds the mailbox now.
             assert_eq!(monitor.try_exited(), Some(Exit::Closed));
@@ -267,7 +271,11 @@ fn a_monitor_outlives_the_actor_and_every_address() {
         monitors
     });
     drop(rt);
-    assert!(monitors.iter().all(|m| m.try_exited() == Some(Exit::Normal)));
+    assert!(
+        monitors
+            .iter()
+            .all(|m| m.try_exited() == Some(Exit::Normal))
+    );
 }
 
 #[test]
