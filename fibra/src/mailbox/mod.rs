@@ -155,8 +155,9 @@ pub(crate) struct Inner<M> {
     closed: AtomicBool,
     /// Free room of a bounded mailbox: one permit per message it can still
     /// take. A sender takes one; the receiver gives one back per message it
-    /// takes out.
-    room: Option<Semaphore>,
+    /// takes out. Boxed: most mailboxes are unbounded, and a `Semaphore`
+    /// inline would make each of them 80 bytes bigger.
+    room: Option<Box<Semaphore>>,
     /// How the owning task ended; `Monitor`s hold the `Inner` to read it.
     exit: IVar<Exit>,
     ctl: Mutex<link::Control<M>>,
@@ -216,7 +217,7 @@ impl<M> Inner<M> {
             Queue::init(addr_of_mut!((*p).queue));
             addr_of_mut!((*p).addrs).write(AtomicUsize::new(1));
             addr_of_mut!((*p).closed).write(AtomicBool::new(false));
-            addr_of_mut!((*p).room).write(capacity.map(Semaphore::new));
+            addr_of_mut!((*p).room).write(capacity.map(|c| Box::new(Semaphore::new(c))));
             addr_of_mut!((*p).exit).write(IVar::new());
             addr_of_mut!((*p).ctl).write(link::Control::new(is_task, supervised));
             addr_of_mut!((*p).killed).write(AtomicBool::new(false));
