@@ -174,20 +174,26 @@ impl<M> Inner<M> {
         {
             let mut arc = Arc::<Self>::new_uninit();
             let slot = Arc::get_mut(&mut arc).expect("a new Arc is not shared");
-            // SAFETY: `init` writes every field of the fresh allocation.
+            // SAFETY: `init` writes every field of the fresh allocation;
+            // the queue lies where it stays (in the `Arc`), not shared yet.
             unsafe {
                 Self::init(slot.as_mut_ptr(), capacity, is_task, supervised);
-                arc.assume_init()
+                let arc = arc.assume_init();
+                arc.queue.settle();
+                arc
             }
         }
         // loom's `Arc` has no `new_uninit`: build it, then move it in.
         #[cfg(loom)]
         {
             let mut inner = std::mem::MaybeUninit::<Self>::uninit();
-            // SAFETY: `init` writes every field.
+            // SAFETY: `init` writes every field; the queue lies where it
+            // stays (in the `Arc`), not shared yet.
             unsafe {
                 Self::init(inner.as_mut_ptr(), capacity, is_task, supervised);
-                Arc::new(inner.assume_init())
+                let arc = Arc::new(inner.assume_init());
+                arc.queue.settle();
+                arc
             }
         }
     }

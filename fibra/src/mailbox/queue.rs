@@ -51,12 +51,12 @@
 //!   while the word sits on the install position), and the slot is still
 //!   unwritten, so the consumer cannot have freed the block.
 //! * The first block is embedded in the queue (`first`), so a new queue
-//!   (one per mailbox, so one per actor) allocates nothing of its own. A
-//!   null block pointer (`tail.block`, `Head::block`) means that block:
-//!   the queue cannot point into itself before it reaches its final place.
-//!   Later blocks are allocated; the consumer frees each after it read all
-//!   `CAP` slots of it (every producer that wrote one is done with it). The
-//!   embedded one stays until the queue drops.
+//!   (one per mailbox, so one per actor) allocates nothing of its own. The
+//!   queue points at it (`tail.block`, `Head::block`) once it lies where it
+//!   stays: its owner calls `settle` before sharing it, and never moves it
+//!   afterwards. Later blocks are allocated; the consumer frees each after
+//!   it read all `CAP` slots of it (every producer that wrote one is done
+//!   with it). The embedded one stays until the queue drops.
 
 use crate::loom::{AtomicBool, AtomicPtr, AtomicUsize, Ordering, UnsafeCell, spin_wait};
 use std::mem::MaybeUninit;
@@ -134,14 +134,14 @@ impl<T> Block<T> {
 /// The producers' end.
 struct Tail<T> {
     word: AtomicUsize,
-    /// The block that holds position `word >> SHIFT`; null for `first`.
+    /// The block that holds position `word >> SHIFT`.
     block: AtomicPtr<Block<T>>,
 }
 
 /// The consumer's end.
 struct Head<T> {
     pos: usize,
-    /// The block that holds `pos`; null for `first`.
+    /// The block that holds `pos`.
     block: *mut Block<T>,
     /// The epoch of our park, while we may still be parked.
     parked: Option<usize>,
@@ -180,7 +180,8 @@ unsafe impl<T: Send> Sync for Queue<T> {}
 
 impl<T> Queue<T> {
     /// Initialises an empty queue where it lies (its first block is a few
-    /// hundred bytes: built on the stack, it would be copied).
+    /// hundred bytes: built on the stack, it would be copied). It is
+    /// usable once `settle`d.
     ///
     /// # Safety
     ///
@@ -221,9 +222,25 @@ impl<T> Queue<T> {
         }
     }
 
-    /// The block a block pointer names: null is the embedded `first`.
-    fn block(&self, b: *mut Block<T>) -> *const Block<T> {
-        if b.is_null() { &self.first } else { b }
+    /// Points the queue at its embedded first block, now that it lies
+    /// where it stays (`init` cannot: the queue may still move then).
+    ///
+    /// # Safety
+    ///
+    /// Once, after `init`, before the queue is shared; it never moves
+    /// afterwards.
+    pub(crate) unsafe fn settle(&self) {
+        let first = self.first_ptr();
+        // Relaxed: the queue is not shared yet; whoever it is shared with
+        // sees this through the synchronisation that shares it.
+        self.tail.block.store(first, Ordering::Relaxed);
+        // SAFETY: not shared yet: nobody else touches `head`.
+        self.head.with_mut(|h| unsafe { (*h).block = first });
+    }
+
+    /// The embedded first block, which only `Drop` of the queue frees.
+    fn first_ptr(&self) -> *mut Block<T> {
+        ptr::from_ref(&self.first).cast_mut()
     }
 
     /// Appends `value` and wakes the consumer if it is parked.
@@ -254,7 +271,7 @@ impl<T> Queue<T> {
             // of our slot. (Read after the claim, it could already be the
             // next block, installed by whoever filled this one meanwhile.)
             // Acquire: pairs with the installer's Release store.
-            let block = self.block(self.tail.block.load(Ordering::Acquire));
+            let block = self.tail.block.load(Ordering::Acquire);
             let new = ((pos + 1) << SHIFT) | (t & FLAGS);
             // AcqRel: Acquire pairs with the Release of the install (so the
             // block read above is current for `t`) and of the consumer's
@@ -364,7 +381,7 @@ impl<T> Queue<T> {
         let head = self.head.with_mut(|h| unsafe { &mut *h });
         let offset = head.pos % LAP;
         // SAFETY: `head.block` is alive: only the consumer frees blocks.
-        let block = unsafe { &*self.block(head.block) };
+        let block = unsafe { &*head.block };
         let mut step = 0;
         // Acquire: pairs with the producer's Release store of `ready`, so
         // the value it wrote is visible.
@@ -387,7 +404,7 @@ impl<T> Queue<T> {
             // Acquire: pairs with the installer's Release store of `next`.
             let next = block.next.load(Ordering::Acquire);
             debug_assert!(!next.is_null());
-            if !head.block.is_null() {
+            if head.block != self.first_ptr() {
                 // SAFETY: allocated by `Block::alloc` (not `first`), and
                 // every slot was read: no producer touches the block.
                 drop(unsafe { Box::from_raw(head.block) });
@@ -566,7 +583,7 @@ impl<T> Drop for Queue<T> {
         // SAFETY: `&mut self`: no producer or other consumer remains.
         while unsafe { self.pop() }.is_some() {}
         let block = self.head.with_mut(|h| unsafe { (*h).block });
-        if !block.is_null() {
+        if block != self.first_ptr() {
             // SAFETY: the consumer's current block, allocated (not `first`)
             // and owned by nobody else now; blocks after it do not exist
             // (nothing was claimed past `pos`).
