@@ -218,6 +218,67 @@ fn send_to_an_actor_that_ended_normally_or_by_panic_returns_the_message() {
 }
 
 #[test]
+fn messages_in_and_past_the_first_block_are_each_received_or_dropped_once() {
+    // A mailbox's first block lives in its own allocation, later ones are
+    // allocated (31 messages a block): receive part of a backlog that spans
+    // blocks, at every offset, and drop the rest with the mailbox.
+    for sent in [0, 1, 30, 31, 32, 62, 63, 100] {
+        for received in [0, 1, 31, 32, 62] {
+            let received = received.min(sent);
+            let drops = Arc::new(AtomicUsize::new(0));
+            let (addr, mut mb) = mailbox::<DropCount>();
+            for i in 0..sent {
+                addr.send(DropCount::new(i, &drops)).unwrap();
+            }
+            for i in 0..received {
+                assert_eq!(mb.try_recv().unwrap().value, i);
+            }
+            assert_eq!(drops.load(Ordering::SeqCst), received as usize);
+            let monitor = addr.monitor();
+            drop(mb);
+            assert_eq!(
+                drops.load(Ordering::SeqCst),
+                sent as usize,
+                "{sent}/{received}"
+            );
+            drop(addr);
+            // The monitor alone holds the mailbox now.
+            assert_eq!(monitor.try_exited(), Some(Exit::Closed));
+            assert_eq!(monitor.clone().try_exited(), Some(Exit::Closed));
+        }
+    }
+}
+
+#[test]
+fn a_monitor_outlives_the_actor_and_every_address() {
+    let rt = Runtime::new().unwrap();
+    let monitors = rt.block_on(async {
+        let mut monitors = Vec::new();
+        for n in 0..40u64 {
+            let addr = fibra::spawn_actor(move |mut mb: Mailbox<u64>| async move {
+                for _ in 0..n {
+                    mb.recv().await.unwrap();
+                }
+            });
+            for i in 0..n {
+                addr.send(i).unwrap();
+            }
+            monitors.push(addr.monitor());
+        }
+        for m in &monitors {
+            assert_eq!(m.exited().await, Exit::Normal);
+        }
+        monitors
+    });
+    drop(rt);
+    assert!(
+        monitors
+            .iter()
+            .all(|m| m.try_exited() == Some(Exit::Normal))
+    );
+}
+
+#[test]
 fn recv_returns_none_once_every_address_is_gone_after_what_was_sent_before() {
     let (addr, mut mb) = mailbox::<u32>();
     let addr2 = addr.clone();

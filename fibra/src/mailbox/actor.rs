@@ -139,9 +139,8 @@ where
 /// The address of a supervised child before its first life: its mailbox
 /// has no receiver until the supervisor starts one (`supervised_life`).
 pub(crate) fn supervised_addr<M>() -> Addr<M> {
-    let inner = Inner::new(None, true, true);
     Addr {
-        inner: Arc::new(inner),
+        inner: Inner::new_arc(None, true, true),
     }
 }
 

@@ -155,25 +155,78 @@ pub(crate) struct Inner<M> {
     closed: AtomicBool,
     /// Free room of a bounded mailbox: one permit per message it can still
     /// take. A sender takes one; the receiver gives one back per message it
-    /// takes out.
-    room: Option<Semaphore>,
-    /// Shared with `Monitor`s, which outlive nothing else.
-    exit: Arc<IVar<Exit>>,
+    /// takes out. Boxed: most mailboxes are unbounded, and a `Semaphore`
+    /// inline would make each of them 80 bytes bigger.
+    room: Option<Box<Semaphore>>,
+    /// How the owning task ended; `Monitor`s hold the `Inner` to read it.
+    exit: IVar<Exit>,
     ctl: Mutex<link::Control<M>>,
     /// A kill was requested for the current life (`link.rs`).
     killed: AtomicBool,
 }
 
 impl<M> Inner<M> {
-    fn new(capacity: Option<usize>, is_task: bool, supervised: bool) -> Self {
-        Self {
-            queue: Queue::new(),
-            addrs: AtomicUsize::new(1),
-            closed: AtomicBool::new(false),
-            room: capacity.map(Semaphore::new),
-            exit: Arc::new(IVar::new()),
-            ctl: link::Control::new(is_task, supervised),
-            killed: AtomicBool::new(false),
+    /// A new mailbox, built in its allocation: it holds the queue's first
+    /// block, so building it on the stack and moving it in would copy a few
+    /// hundred bytes per mailbox.
+    fn new_arc(capacity: Option<usize>, is_task: bool, supervised: bool) -> Arc<Self> {
+        #[cfg(not(loom))]
+        {
+            let mut arc = Arc::<Self>::new_uninit();
+            let slot = Arc::get_mut(&mut arc).expect("a new Arc is not shared");
+            // SAFETY: `init` writes every field of the fresh allocation;
+            // the queue lies where it stays (in the `Arc`), not shared yet.
+            unsafe {
+                Self::init(slot.as_mut_ptr(), capacity, is_task, supervised);
+                let arc = arc.assume_init();
+                arc.queue.settle();
+                arc
+            }
+        }
+        // loom's `Arc` has no `new_uninit`: build it, then move it in.
+        #[cfg(loom)]
+        {
+            let mut inner = std::mem::MaybeUninit::<Self>::uninit();
+            // SAFETY: `init` writes every field; the queue lies where it
+            // stays (in the `Arc`), not shared yet.
+            unsafe {
+                Self::init(inner.as_mut_ptr(), capacity, is_task, supervised);
+                let arc = Arc::new(inner.assume_init());
+                arc.queue.settle();
+                arc
+            }
+        }
+    }
+
+    /// Initialises a mailbox where it lies.
+    ///
+    /// # Safety
+    ///
+    /// `p` is valid for writes of an `Inner<M>`.
+    unsafe fn init(p: *mut Self, capacity: Option<usize>, is_task: bool, supervised: bool) {
+        // Fails to compile if a field is added without its write below.
+        #[allow(dead_code)]
+        fn every_field<M>(i: Inner<M>) {
+            let Inner {
+                queue: _,
+                addrs: _,
+                closed: _,
+                room: _,
+                exit: _,
+                ctl: _,
+                killed: _,
+            } = i;
+        }
+        use std::ptr::addr_of_mut;
+        // SAFETY (every write): `p` is valid for writes.
+        unsafe {
+            Queue::init(addr_of_mut!((*p).queue));
+            addr_of_mut!((*p).addrs).write(AtomicUsize::new(1));
+            addr_of_mut!((*p).closed).write(AtomicBool::new(false));
+            addr_of_mut!((*p).room).write(capacity.map(|c| Box::new(Semaphore::new(c))));
+            addr_of_mut!((*p).exit).write(IVar::new());
+            addr_of_mut!((*p).ctl).write(link::Control::new(is_task, supervised));
+            addr_of_mut!((*p).killed).write(AtomicBool::new(false));
         }
     }
 
@@ -258,7 +311,7 @@ pub fn bounded_mailbox<M>(capacity: usize) -> (Addr<M>, Mailbox<M>) {
 }
 
 fn make<M>(capacity: Option<usize>, is_task: bool) -> (Addr<M>, Mailbox<M>) {
-    let inner = Arc::new(Inner::new(capacity, is_task, false));
+    let inner = Inner::new_arc(capacity, is_task, false);
     (
         Addr {
             inner: inner.clone(),
@@ -407,7 +460,9 @@ impl<M> Addr<M> {
     /// A handle that watches the task's end without being an address: it
     /// does not keep the mailbox open (an actor whose addresses are all gone
     /// still sees `recv` return `None`), and it is not generic, so monitors
-    /// of actors of different message types fit in one collection.
+    /// of actors of different message types fit in one collection. It
+    /// keeps the mailbox's memory (a few hundred bytes, its first block of
+    /// messages included) until it is dropped.
     ///
     /// ```
     /// use fibra::Exit;
@@ -421,9 +476,12 @@ impl<M> Addr<M> {
     ///     assert_eq!(monitor.exited().await, Exit::Normal);
     /// });
     /// ```
-    pub fn monitor(&self) -> Monitor {
+    pub fn monitor(&self) -> Monitor
+    where
+        M: Send + 'static,
+    {
         Monitor {
-            exit: self.inner.exit.clone(),
+            exit: Box::new(self.inner.clone()),
         }
     }
 
@@ -580,9 +638,34 @@ impl<M> fmt::Display for Addr<M> {
 ///     assert_eq!(monitor.exited().await, fibra::Exit::Normal);
 /// });
 /// ```
-#[derive(Clone)]
 pub struct Monitor {
-    exit: Arc<IVar<Exit>>,
+    /// The mailbox (not an address: it does not keep the mailbox open),
+    /// whatever its message type.
+    exit: Box<dyn Exited>,
+}
+
+/// A mailbox seen from a monitor: its exit, whatever its message type.
+trait Exited: Send + Sync {
+    fn exit(&self) -> &IVar<Exit>;
+    fn clone_box(&self) -> Box<dyn Exited>;
+}
+
+impl<M: Send + 'static> Exited for Arc<Inner<M>> {
+    fn exit(&self) -> &IVar<Exit> {
+        &self.exit
+    }
+
+    fn clone_box(&self) -> Box<dyn Exited> {
+        Box::new(self.clone())
+    }
+}
+
+impl Clone for Monitor {
+    fn clone(&self) -> Self {
+        Monitor {
+            exit: self.exit.clone_box(),
+        }
+    }
 }
 
 impl Monitor {
@@ -599,7 +682,7 @@ impl Monitor {
     /// assert_eq!(now(), Some(fibra::Exit::Closed));
     /// ```
     pub fn exited_op(&self) -> crate::sync::GetOp<'_, Exit> {
-        self.exit.get_op()
+        self.exit.exit().get_op()
     }
 
     /// Waits until the task ends.
@@ -625,14 +708,14 @@ impl Monitor {
     /// assert_eq!(monitor.try_exited(), Some(fibra::Exit::Closed));
     /// ```
     pub fn try_exited(&self) -> Option<Exit> {
-        self.exit.try_get()
+        self.exit.exit().try_get()
     }
 }
 
 impl fmt::Debug for Monitor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Monitor")
-            .field("exit", &self.exit.try_get())
+            .field("exit", &self.try_exited())
             .finish()
     }
 }
@@ -980,6 +1063,7 @@ impl<M> Mailbox<M> {
     // Internals shared with the ops.
 
     /// The next message: the stash first, then the queue.
+    #[inline]
     fn take_next(&mut self) -> Option<M> {
         if let Some(m) = self.stash.pop_front() {
             return Some(m);
@@ -989,6 +1073,9 @@ impl<M> Mailbox<M> {
     }
 
     /// The next message, received: its room (if bounded) is given back.
+    /// Inlined: it is every receive's fast path (measured, issue 18's
+    /// entry in `docs/bench/LOG.md`).
+    #[inline]
     fn take_delivered(&mut self) -> Option<M> {
         let m = self.take_next()?;
         self.release_room(1);

@@ -50,8 +50,13 @@
 //!   so the block is the one that holds the claimed slot (it changes only
 //!   while the word sits on the install position), and the slot is still
 //!   unwritten, so the consumer cannot have freed the block.
-//! * The consumer frees a block after it read all `CAP` slots of it: every
-//!   producer that wrote one is done with it.
+//! * The first block is embedded in the queue (`first`), so a new queue
+//!   (one per mailbox, so one per actor) allocates nothing of its own. The
+//!   queue points at it (`tail.block`, `Head::block`) once it lies where it
+//!   stays: its owner calls `settle` before sharing it, and never moves it
+//!   afterwards. Later blocks are allocated; the consumer frees each after
+//!   it read all `CAP` slots of it (every producer that wrote one is done
+//!   with it). The embedded one stays until the queue drops.
 
 use crate::loom::{AtomicBool, AtomicPtr, AtomicUsize, Ordering, UnsafeCell, spin_wait};
 use std::mem::MaybeUninit;
@@ -84,12 +89,45 @@ struct Block<T> {
 }
 
 impl<T> Block<T> {
+    /// Initialises a block where it lies, its values unwritten: built on
+    /// the stack and moved, a block would be copied whole (a few hundred
+    /// bytes), uninitialised values included.
+    ///
+    /// # Safety
+    ///
+    /// `b` is valid for writes of a `Block<T>`.
+    unsafe fn init(b: *mut Block<T>) {
+        // Fails to compile if a field is added without its write below.
+        #[allow(dead_code)]
+        fn every_field<T>(b: Block<T>) {
+            let Block {
+                values: _,
+                ready: _,
+                next: _,
+            } = b;
+        }
+        // SAFETY (every write): `b` is valid for writes.
+        unsafe {
+            for i in 0..CAP {
+                // Outside loom a value's cell is a plain `UnsafeCell` of a
+                // `MaybeUninit`: left unwritten, it is a valid uninitialised
+                // value. loom's cell carries state of its own.
+                #[cfg(loom)]
+                ptr::addr_of_mut!((*b).values[i]).write(UnsafeCell::new(MaybeUninit::uninit()));
+                ptr::addr_of_mut!((*b).ready[i]).write(AtomicBool::new(false));
+            }
+            ptr::addr_of_mut!((*b).next).write(AtomicPtr::new(ptr::null_mut()));
+        }
+    }
+
     fn alloc() -> *mut Block<T> {
-        Box::into_raw(Box::new(Block {
-            values: std::array::from_fn(|_| UnsafeCell::new(MaybeUninit::uninit())),
-            ready: std::array::from_fn(|_| AtomicBool::new(false)),
-            next: AtomicPtr::new(ptr::null_mut()),
-        }))
+        let mut b = Box::<Block<T>>::new_uninit();
+        // SAFETY: a fresh allocation for a `Block<T>`; `init` writes every
+        // field.
+        unsafe {
+            Block::init(b.as_mut_ptr());
+            Box::into_raw(b.assume_init())
+        }
     }
 }
 
@@ -103,6 +141,7 @@ struct Tail<T> {
 /// The consumer's end.
 struct Head<T> {
     pos: usize,
+    /// The block that holds `pos`.
     block: *mut Block<T>,
     /// The epoch of our park, while we may still be parked.
     parked: Option<usize>,
@@ -128,6 +167,8 @@ pub(crate) struct Queue<T> {
     /// length with this flag.
     #[cfg(loom)]
     waking: AtomicBool,
+    /// The first block, in the queue's own allocation (module docs).
+    first: Block<T>,
 }
 
 // SAFETY: values of `T` move from producers to the consumer through the
@@ -138,25 +179,68 @@ unsafe impl<T: Send> Send for Queue<T> {}
 unsafe impl<T: Send> Sync for Queue<T> {}
 
 impl<T> Queue<T> {
-    pub(crate) fn new() -> Self {
-        let block = Block::alloc();
-        Self {
-            tail: Tail {
+    /// Initialises an empty queue where it lies (its first block is a few
+    /// hundred bytes: built on the stack, it would be copied). It is
+    /// usable once `settle`d.
+    ///
+    /// # Safety
+    ///
+    /// `q` is valid for writes of a `Queue<T>`.
+    pub(crate) unsafe fn init(q: *mut Self) {
+        // Fails to compile if a field is added without its write below.
+        #[allow(dead_code)]
+        fn every_field<T>(q: Queue<T>) {
+            let Queue {
+                tail: _,
+                _apart: _,
+                head: _,
+                waker: _,
+                done: _,
+                #[cfg(loom)]
+                    waking: _,
+                first: _,
+            } = q;
+        }
+        // SAFETY (every write): `q` is valid for writes.
+        unsafe {
+            ptr::addr_of_mut!((*q).tail).write(Tail {
                 word: AtomicUsize::new(0),
-                block: AtomicPtr::new(block),
-            },
-            _apart: [0; APART],
-            head: UnsafeCell::new(Head {
+                block: AtomicPtr::new(ptr::null_mut()),
+            });
+            ptr::addr_of_mut!((*q)._apart).write([0; APART]);
+            ptr::addr_of_mut!((*q).head).write(UnsafeCell::new(Head {
                 pos: 0,
-                block,
+                block: ptr::null_mut(),
                 parked: None,
                 taken: None,
-            }),
-            waker: UnsafeCell::new(None),
-            done: AtomicUsize::new(0),
+            }));
+            ptr::addr_of_mut!((*q).waker).write(UnsafeCell::new(None));
+            ptr::addr_of_mut!((*q).done).write(AtomicUsize::new(0));
             #[cfg(loom)]
-            waking: AtomicBool::new(false),
+            ptr::addr_of_mut!((*q).waking).write(AtomicBool::new(false));
+            Block::init(ptr::addr_of_mut!((*q).first));
         }
+    }
+
+    /// Points the queue at its embedded first block, now that it lies
+    /// where it stays (`init` cannot: the queue may still move then).
+    ///
+    /// # Safety
+    ///
+    /// Once, after `init`, before the queue is shared; it never moves
+    /// afterwards.
+    pub(crate) unsafe fn settle(&self) {
+        let first = self.first_ptr();
+        // Relaxed: the queue is not shared yet; whoever it is shared with
+        // sees this through the synchronisation that shares it.
+        self.tail.block.store(first, Ordering::Relaxed);
+        // SAFETY: not shared yet: nobody else touches `head`.
+        self.head.with_mut(|h| unsafe { (*h).block = first });
+    }
+
+    /// The embedded first block, which only `Drop` of the queue frees.
+    fn first_ptr(&self) -> *mut Block<T> {
+        ptr::from_ref(&self.first).cast_mut()
     }
 
     /// Appends `value` and wakes the consumer if it is parked.
@@ -317,12 +401,14 @@ impl<T> Queue<T> {
         if offset + 1 == CAP {
             // The block is used up: move to the next (linked before the last
             // slot was marked ready) and free this one.
-            // SAFETY: as above. Acquire: pairs with the installer's Release
-            // store of `next`.
-            let next = unsafe { (*head.block).next.load(Ordering::Acquire) };
+            // Acquire: pairs with the installer's Release store of `next`.
+            let next = block.next.load(Ordering::Acquire);
             debug_assert!(!next.is_null());
-            // SAFETY: every slot was read: no producer touches the block.
-            drop(unsafe { Box::from_raw(head.block) });
+            if head.block != self.first_ptr() {
+                // SAFETY: allocated by `Block::alloc` (not `first`), and
+                // every slot was read: no producer touches the block.
+                drop(unsafe { Box::from_raw(head.block) });
+            }
             head.block = next;
             head.pos += 1; // skip the install position
         }
@@ -497,8 +583,11 @@ impl<T> Drop for Queue<T> {
         // SAFETY: `&mut self`: no producer or other consumer remains.
         while unsafe { self.pop() }.is_some() {}
         let block = self.head.with_mut(|h| unsafe { (*h).block });
-        // SAFETY: the consumer's current block, owned by nobody else now;
-        // blocks after it do not exist (nothing was claimed past `pos`).
-        drop(unsafe { Box::from_raw(block) });
+        if block != self.first_ptr() {
+            // SAFETY: the consumer's current block, allocated (not `first`)
+            // and owned by nobody else now; blocks after it do not exist
+            // (nothing was claimed past `pos`).
+            drop(unsafe { Box::from_raw(block) });
+        }
     }
 }

@@ -99,7 +99,13 @@ impl<T> IVar<T> {
         // Release: publishes the value to every Acquire load that sees FULL.
         self.state.store(FULL, Ordering::Release);
         let mut wakers = Vec::new();
-        self.waiters.lock().commit_all(&mut wakers);
+        let mut waiters = self.waiters.lock();
+        // Usually nobody waits (an actor's exit that no one watches): skip
+        // the drain.
+        if !waiters.is_empty() {
+            waiters.commit_all(&mut wakers);
+        }
+        drop(waiters);
         wakers.into_iter().for_each(Waker::wake);
         Ok(())
     }
