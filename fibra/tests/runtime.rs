@@ -613,11 +613,20 @@ async fn echo(rx: fibra::Receiver<u64>, tx: fibra::Sender<u64>) {
 /// that yields in a loop keeps it busy, and the echo must come back within a
 /// few of that task's turns (the waker's hint), not after the 128 turns a
 /// retained task may otherwise wait, nor when the worker goes idle.
+///
+/// One worker only (the multi-thread loop with one worker, and the
+/// current-thread flavour): with two, the idle worker may steal the busy
+/// task, and the echo's worker then sleeps until the wake-up reaches it, an
+/// OS wake-up that the busy task's turns on the other core measure (about
+/// 50 turns in a fifth of the runs), not the retention this test is about.
 #[test]
 fn a_task_woken_from_another_thread_runs_while_its_worker_stays_busy() {
     const GIVE_UP: u64 = 1_000_000;
     const PROMPT: u64 = 16;
-    for (name, rt) in flavours() {
+    let one_worker = flavours()
+        .into_iter()
+        .filter(|(name, _)| *name != "multi-thread");
+    for (name, rt) in one_worker {
         let (in_tx, in_rx) = fibra::channel::<u64>();
         let (out_tx, out_rx) = fibra::channel::<u64>();
         let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
