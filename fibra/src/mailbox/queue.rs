@@ -399,9 +399,7 @@ impl<T> Queue<T> {
     }
 
     /// We took the park of epoch `epoch`: run the waker, then say we are
-    /// done with the cell. Out of line: the push that does not take a park
-    /// stays small.
-    #[inline(never)]
+    /// done with the cell.
     fn wake(&self, epoch: usize) {
         // Under loom only, a flag for the assertion in `park`; SeqCst so the
         // check needs no reasoning of its own.
