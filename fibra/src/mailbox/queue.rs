@@ -251,9 +251,10 @@ impl<T> Queue<T> {
     /// line, so they do not weigh on the registers of the common one.
     #[inline]
     pub(crate) fn push(&self, value: T) {
-        // Acquire: as in `push_slow`, pairing with an installer's Release
-        // `fetch_add` (so the `tail.block` read below is current for `t`).
-        let t = self.tail.word.load(Ordering::Acquire);
+        // Acquire (here and on the CAS's failure): as in `push_slow`,
+        // pairing with an installer's Release `fetch_add` (so the
+        // `tail.block` read below is current for `t`).
+        let mut t = self.tail.word.load(Ordering::Acquire);
         let pos = t >> SHIFT;
         let offset = pos % LAP;
         if offset + 1 < CAP {
@@ -262,22 +263,24 @@ impl<T> Queue<T> {
             let block = self.tail.block.load(Ordering::Acquire);
             let new = ((pos + 1) << SHIFT) | (t & FLAGS);
             // AcqRel / Acquire: as in `push_slow`.
-            if self
+            match self
                 .tail
                 .word
                 .compare_exchange_weak(t, new, Ordering::AcqRel, Ordering::Acquire)
-                .is_ok()
             {
-                // SAFETY: as in `push_slow`: the CAS claimed `offset` in
-                // `block` (read before it, with `tail` unchanged since).
-                unsafe { Self::write(block, offset, value) };
-                if t & PARKED != 0 {
-                    self.wake(t & EPOCH);
+                Ok(_) => {
+                    // SAFETY: as in `push_slow`: the CAS claimed `offset` in
+                    // `block` (read before it, with `tail` unchanged since).
+                    unsafe { Self::write(block, offset, value) };
+                    if t & PARKED != 0 {
+                        self.wake(t & EPOCH);
+                    }
+                    return;
                 }
-                return;
+                Err(now) => t = now,
             }
         }
-        self.push_slow(value);
+        self.push_slow(value, t);
     }
 
     /// Writes `value` into slot `offset` of `block` and marks it ready.
@@ -298,17 +301,18 @@ impl<T> Queue<T> {
     }
 
     /// `push`, every case: a block's last slot (allocate and install the
-    /// next block), the install position (wait), a lost race (retry).
+    /// next block), the install position (wait), a lost race (retry). `t`
+    /// is the word as `push` last read it (with Acquire).
     #[cold]
     #[inline(never)]
-    fn push_slow(&self, value: T) {
+    fn push_slow(&self, value: T, mut t: usize) {
         let mut spare: Option<*mut Block<T>> = None;
         let mut step = 0;
-        // Acquire (here, on the reload below and on the CAS's failure):
-        // pairs with an installer's Release `fetch_add` that moved `tail`
-        // past the install position, so the `tail.block` read below sees
-        // the block installed before it.
-        let mut t = self.tail.word.load(Ordering::Acquire);
+        // `t` came from an Acquire load or a failed CAS's Acquire, as do
+        // its reloads here (below and on the CAS's failure): they pair with
+        // an installer's Release `fetch_add` that moved `tail` past the
+        // install position, so the `tail.block` read below sees the block
+        // installed before it.
         loop {
             let pos = t >> SHIFT;
             let offset = pos % LAP;
