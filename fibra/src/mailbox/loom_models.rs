@@ -259,8 +259,8 @@ fn loom_mailbox_recv_future_racing_a_send_and_the_last_address() {
             addr.send(7).unwrap();
             drop(addr);
         });
-        assert_eq!(loom::future::block_on(mb.recv()), Some(7));
-        assert_eq!(loom::future::block_on(mb.recv()), None);
+        assert_eq!(crate::block_on(mb.recv()), Some(7));
+        assert_eq!(crate::block_on(mb.recv()), None);
         t.join().unwrap();
     });
 }
