@@ -245,3 +245,22 @@ fn loom_kill_racing_the_tasks_first_park() {
         assert_eq!(addr.inner.take_kill(), Some(crate::Exit::Killed));
     });
 }
+
+#[test]
+fn loom_mailbox_recv_future_racing_a_send_and_the_last_address() {
+    // `Mailbox::recv` (the plain future, not an op) parks with the task's
+    // waker and checks for a disconnection only after its park failed: a
+    // send followed by the drop of the last address, racing it, must give
+    // the message, then `None`, and never leave the receiver parked for
+    // good.
+    model(|| {
+        let (addr, mut mb) = mailbox::<u32>();
+        let t = thread::spawn(move || {
+            addr.send(7).unwrap();
+            drop(addr);
+        });
+        assert_eq!(crate::block_on(mb.recv()), Some(7));
+        assert_eq!(crate::block_on(mb.recv()), None);
+        t.join().unwrap();
+    });
+}

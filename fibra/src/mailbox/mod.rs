@@ -1063,7 +1063,7 @@ impl<M> Mailbox<M> {
     // Internals shared with the ops.
 
     /// The next message: the stash first, then the queue.
-    #[inline]
+    #[inline(always)]
     fn take_next(&mut self) -> Option<M> {
         if let Some(m) = self.stash.pop_front() {
             return Some(m);
@@ -1075,7 +1075,7 @@ impl<M> Mailbox<M> {
     /// The next message, received: its room (if bounded) is given back.
     /// Inlined: it is every receive's fast path (measured, issue 18's
     /// entry in `docs/bench/LOG.md`).
-    #[inline]
+    #[inline(always)]
     fn take_delivered(&mut self) -> Option<M> {
         let m = self.take_next()?;
         self.release_room(1);

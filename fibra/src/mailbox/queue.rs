@@ -244,14 +244,75 @@ impl<T> Queue<T> {
     }
 
     /// Appends `value` and wakes the consumer if it is parked.
+    ///
+    /// Inlined: the common case (a slot that is not its block's last, no
+    /// park to take) is a load, a compare-and-swap and two stores; the rare
+    /// cases (a block to install, a park to take, a lost race) are out of
+    /// line, so they do not weigh on the registers of the common one.
+    #[inline]
     pub(crate) fn push(&self, value: T) {
+        // Acquire (here and on the CAS's failure): as in `push_slow`,
+        // pairing with an installer's Release `fetch_add` (so the
+        // `tail.block` read below is current for `t`).
+        let mut t = self.tail.word.load(Ordering::Acquire);
+        let pos = t >> SHIFT;
+        let offset = pos % LAP;
+        if offset + 1 < CAP {
+            // Not the block's last slot (nor the install position): no block
+            // to prepare. Acquire: pairs with the installer's Release store.
+            let block = self.tail.block.load(Ordering::Acquire);
+            let new = ((pos + 1) << SHIFT) | (t & FLAGS);
+            // AcqRel / Acquire: as in `push_slow`.
+            match self
+                .tail
+                .word
+                .compare_exchange_weak(t, new, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => {
+                    // SAFETY: as in `push_slow`: the CAS claimed `offset` in
+                    // `block` (read before it, with `tail` unchanged since).
+                    unsafe { Self::write(block, offset, value) };
+                    if t & PARKED != 0 {
+                        self.wake(t & EPOCH);
+                    }
+                    return;
+                }
+                Err(now) => t = now,
+            }
+        }
+        self.push_slow(value, t);
+    }
+
+    /// Writes `value` into slot `offset` of `block` and marks it ready.
+    ///
+    /// # Safety
+    ///
+    /// The caller claimed `offset` in `block` (so the block stays alive
+    /// until the slot is read, and nobody else writes it).
+    #[inline]
+    unsafe fn write(block: *mut Block<T>, offset: usize, value: T) {
+        // SAFETY: the caller's claim.
+        unsafe {
+            (*block).values[offset].with_mut(|v| (*v).write(value));
+            // Release: the value is visible to the consumer's Acquire load
+            // of `ready`.
+            (*block).ready[offset].store(true, Ordering::Release);
+        }
+    }
+
+    /// `push`, every case: a block's last slot (allocate and install the
+    /// next block), the install position (wait), a lost race (retry). `t`
+    /// is the word as `push` last read it (with Acquire).
+    #[cold]
+    #[inline(never)]
+    fn push_slow(&self, value: T, mut t: usize) {
         let mut spare: Option<*mut Block<T>> = None;
         let mut step = 0;
-        // Acquire (here, on the reload below and on the CAS's failure):
-        // pairs with an installer's Release `fetch_add` that moved `tail`
-        // past the install position, so the `tail.block` read below sees
-        // the block installed before it.
-        let mut t = self.tail.word.load(Ordering::Acquire);
+        // `t` came from an Acquire load or a failed CAS's Acquire, as do
+        // its reloads here (below and on the CAS's failure): they pair with
+        // an installer's Release `fetch_add` that moved `tail` past the
+        // install position, so the `tail.block` read below sees the block
+        // installed before it.
         loop {
             let pos = t >> SHIFT;
             let offset = pos % LAP;
@@ -299,12 +360,7 @@ impl<T> Queue<T> {
                     }
                     // SAFETY: we claimed `offset` in `block`, which stays
                     // alive until our slot is read; nobody else writes it.
-                    unsafe {
-                        (*block).values[offset].with_mut(|v| (*v).write(value));
-                        // Release: the value is visible to the consumer's
-                        // Acquire load of `ready`.
-                        (*block).ready[offset].store(true, Ordering::Release);
-                    }
+                    unsafe { Self::write(block, offset, value) };
                     if t & PARKED != 0 {
                         self.wake(t & EPOCH);
                     }
@@ -372,47 +428,71 @@ impl<T> Queue<T> {
     /// the last value was taken. Waits (a few instructions) for a push that
     /// claimed its slot but has not written it yet.
     ///
+    /// Inlined: the common cases (a ready slot that is not its block's
+    /// last, an empty queue) are a few loads; leaving a block and waiting
+    /// for a slot being written are out of line.
+    ///
     /// # Safety
     ///
     /// Only the single consumer may call the consumer methods (`pop`, `park`,
     /// `unpark`), one at a time.
+    #[inline]
     pub(crate) unsafe fn pop(&self) -> Option<T> {
         // SAFETY: the consumer owns `head`.
         let head = self.head.with_mut(|h| unsafe { &mut *h });
         let offset = head.pos % LAP;
         // SAFETY: `head.block` is alive: only the consumer frees blocks.
         let block = unsafe { &*head.block };
-        let mut step = 0;
         // Acquire: pairs with the producer's Release store of `ready`, so
         // the value it wrote is visible.
-        while !block.ready[offset].load(Ordering::Acquire) {
+        if !block.ready[offset].load(Ordering::Acquire) {
             // Relaxed: only compares positions; the slot's `ready` carries
             // the value.
             if self.tail.word.load(Ordering::Relaxed) >> SHIFT == head.pos {
                 return None;
             }
             // Claimed, not yet written.
-            spin_wait(&mut step);
+            Self::wait_ready(block, offset);
         }
         // SAFETY: `ready` (Acquire) says the value is written, and we are
         // the only reader of this slot.
         let value = block.values[offset].with(|v| unsafe { (*v).assume_init_read() });
         head.pos += 1;
         if offset + 1 == CAP {
-            // The block is used up: move to the next (linked before the last
-            // slot was marked ready) and free this one.
-            // Acquire: pairs with the installer's Release store of `next`.
-            let next = block.next.load(Ordering::Acquire);
-            debug_assert!(!next.is_null());
-            if head.block != self.first_ptr() {
-                // SAFETY: allocated by `Block::alloc` (not `first`), and
-                // every slot was read: no producer touches the block.
-                drop(unsafe { Box::from_raw(head.block) });
-            }
-            head.block = next;
-            head.pos += 1; // skip the install position
+            self.next_block(head);
         }
         Some(value)
+    }
+
+    /// Waits until a claimed slot is written (its producer is between its
+    /// claim and its `ready` store).
+    #[cold]
+    #[inline(never)]
+    fn wait_ready(block: &Block<T>, offset: usize) {
+        let mut step = 0;
+        // Acquire: as in `pop`.
+        while !block.ready[offset].load(Ordering::Acquire) {
+            spin_wait(&mut step);
+        }
+    }
+
+    /// The block at `head` is used up: move to the next (linked before its
+    /// last slot was marked ready) and free this one.
+    #[cold]
+    #[inline(never)]
+    fn next_block(&self, head: &mut Head<T>) {
+        // SAFETY: `head.block` is alive: only the consumer frees blocks.
+        let block = unsafe { &*head.block };
+        // Acquire: pairs with the installer's Release store of `next`.
+        let next = block.next.load(Ordering::Acquire);
+        debug_assert!(!next.is_null());
+        if head.block != self.first_ptr() {
+            // SAFETY: allocated by `Block::alloc` (not `first`), and every
+            // slot was read: no producer touches the block.
+            drop(unsafe { Box::from_raw(head.block) });
+        }
+        head.block = next;
+        head.pos += 1; // skip the install position
     }
 
     /// Parks the consumer with `waker` if no push claimed a slot since the

@@ -71,19 +71,20 @@ impl<M> Future for Recv<'_, M> {
             if let Some(m) = this.mb.take_delivered() {
                 return this.done(Some(m));
             }
-            if this.mb.is_disconnected() {
-                // A message pushed before the last address went is visible
-                // now.
-                let last = this.mb.take_delivered();
-                return this.done(last);
-            }
             if this.mb.park(cx.waker()) {
                 // Nothing came since we looked, and something still can:
                 // the next push (or a close) wakes us.
                 this.parked = true;
                 return Poll::Pending;
             }
-            // Something came (or nothing more can): look again.
+            // Something came, or nothing more can (the park checks that
+            // after its load of the queue's tail).
+            if this.mb.is_disconnected() {
+                // A message pushed before the last address went is visible
+                // now.
+                let last = this.mb.take_delivered();
+                return this.done(last);
+            }
         }
     }
 }
