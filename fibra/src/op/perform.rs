@@ -16,7 +16,7 @@
 //!   abandons the result, handing any received value back to its channel.
 
 use super::state::{OpState, Seen};
-use super::{BlockCx, Op};
+use super::{BlockCx, Op, Tried};
 use pin_project_lite::pin_project;
 use std::future::Future;
 use std::marker::PhantomPinned;
@@ -116,15 +116,23 @@ impl<O: Op> Perform<O> {
 
 /// Armed while a perform prepares and tries (then forgotten): if dropped, that
 /// unwound, so the op is withdrawn (firing its nacks) and the perform is over.
+/// The try may have published records (`Op::try_or_publish`), so the
+/// opstate is cancelled first, as `Drop` does: if a partner already
+/// committed a published branch, that branch's result is abandoned (a
+/// received value goes back to its channel).
 struct Unwinding<'a, O: Op> {
     op: Pin<&'a mut O>,
     phase: &'a mut Phase,
+    state: &'a OpState,
 }
 
 impl<O: Op> Drop for Unwinding<'_, O> {
     fn drop(&mut self) {
         *self.phase = Phase::Done;
-        super::nack::withdraw_unwound(self.op.as_mut());
+        match self.state.cancel() {
+            Ok(()) => super::nack::withdraw_unwound(self.op.as_mut()),
+            Err(leaf) => self.op.as_mut().abandon(leaf),
+        }
     }
 }
 
@@ -145,30 +153,48 @@ impl<O: Op> Future for Perform<O> {
                 // `Drop` does nothing: an unwind (a builder, predicate or
                 // `wrap` panicking) must withdraw the op here, or its nacks
                 // would never fire.
+                let state: &OpState = this.state;
                 let mut unwinding = Unwinding {
                     op: this.op.as_mut(),
                     phase: &mut *this.phase,
+                    state,
                 };
                 unwinding.op.as_mut().prepare();
-                let tried = unwinding.op.as_mut().try_now();
-                std::mem::forget(unwinding);
-                if let Some(out) = tried {
-                    *this.phase = Phase::Done;
-                    crate::trace::event!(phase = "try", "commit");
-                    return Poll::Ready(out);
-                }
-                *this.remote = this.op.commits_remotely();
-                if *this.remote {
-                    this.state.set_waker_unpublished(cx.waker().clone());
-                }
-                *this.phase = Phase::Blocked;
-                let state: &OpState = this.state;
-                this.op.as_mut().block(BlockCx {
+                let remote = unwinding.op.commits_remotely();
+                let cx = BlockCx {
                     state,
                     leaf: 0,
                     waker: cx.waker(),
-                    exclusive: !*this.remote,
-                });
+                    exclusive: !remote,
+                };
+                // An op some partner may commit tries with the opstate at
+                // hand, so a leaf that locks its resource and finds nothing
+                // publishes under that lock ("Publishing in the try").
+                let tried = if remote {
+                    unwinding.op.as_mut().try_or_publish(cx)
+                } else {
+                    match unwinding.op.as_mut().try_now() {
+                        Some(out) => Tried::Committed(out),
+                        None => Tried::NotReady,
+                    }
+                };
+                std::mem::forget(unwinding);
+                *this.remote = remote;
+                match tried {
+                    Tried::Committed(out) => {
+                        *this.phase = Phase::Done;
+                        crate::trace::event!(phase = "try", "commit");
+                        return Poll::Ready(out);
+                    }
+                    Tried::Published => *this.phase = Phase::Blocked,
+                    Tried::NotReady => {
+                        if remote {
+                            state.set_waker_unpublished(cx.waker.clone());
+                        }
+                        *this.phase = Phase::Blocked;
+                        this.op.as_mut().block(cx);
+                    }
+                }
                 waker_fresh = true;
             }
             Phase::Blocked => {

@@ -93,6 +93,24 @@ impl<S> Waiter<S> {
         }
     }
 
+    /// Tells the owner of this stale record, just taken out of its queue
+    /// under the lock, that it need not look for it (`state.rs`, "Unlinked
+    /// records"). The last access to the record's opstate.
+    fn unlinked(self) {
+        if !self.is_plain() {
+            self.op().mark_unlinked(self.leaf);
+        }
+    }
+
+    /// Whether this record is stale for sure: its opstate left `W` and `C`
+    /// for good (`BUSY`, `SYNCED` or `X`; a `BUSY` committer took a record
+    /// from another queue, whose lock it holds, never this one). A plain
+    /// record is never stale. `false` says nothing: the commit's
+    /// compare-and-swap decides.
+    fn is_stale(&self) -> bool {
+        !self.is_plain() && self.op().has_left_waiting()
+    }
+
     /// Whether this is a plain record (module docs).
     fn is_plain(&self) -> bool {
         self.leaf == PLAIN
@@ -195,8 +213,23 @@ pub(crate) struct Registration {
     leaf: usize,
 }
 
-// SAFETY: a registration is an identity only; it is compared, never
-// dereferenced.
+impl Registration {
+    /// Whether a party other than the owner already took this record out
+    /// of its queue (`state.rs`, "Unlinked records"): then withdrawing it
+    /// needs no lock. `false` says nothing.
+    ///
+    /// # Safety
+    ///
+    /// Only the owner of the record may call it (its own opstate, alive
+    /// while it holds its perform).
+    pub(crate) unsafe fn is_unlinked(&self) -> bool {
+        // SAFETY: the caller owns the opstate (above).
+        unsafe { self.op.as_ref() }.is_unlinked(self.leaf)
+    }
+}
+
+// SAFETY: a registration is an identity only; it is compared, and read
+// through only by its owner (`is_unlinked`).
 unsafe impl Send for Registration {}
 // SAFETY: as above.
 unsafe impl Sync for Registration {}
@@ -421,7 +454,7 @@ impl<S> WaitQueue<S> {
         // live partner (a rendezvous with one party waiting).
         match self.records.front() {
             None => return Found::Nobody,
-            Some(w) if !w.belongs_to(seeker.ptr()) => {
+            Some(w) if !w.belongs_to(seeker.ptr()) && !w.is_stale() => {
                 if seeker.claim().is_err() {
                     return Found::SelfSynced;
                 }
@@ -447,6 +480,12 @@ impl<S> WaitQueue<S> {
                 i += 1;
                 continue;
             }
+            if w.is_stale() {
+                // Dropped without claiming ourselves: a stale record stays
+                // stale, so no compare-and-swap can make it a partner.
+                self.take(i).unlinked();
+                continue;
+            }
             if let Err(_seen) = seeker.claim() {
                 return Found::SelfSynced;
             }
@@ -454,7 +493,7 @@ impl<S> WaitQueue<S> {
                 Commit::Won => return Found::Partner(Won(self.take(i))),
                 Commit::Stale => {
                     seeker.unclaim();
-                    self.take(i);
+                    self.take(i).unlinked();
                 }
                 Commit::Claimed => {
                     // The partner's owner is committing elsewhere for a few
