@@ -437,8 +437,7 @@ fn loom_partner_unlinks_a_stale_record_while_its_owner_withdraws() {
         let (a_tx, a_rx) = channel::<u32>();
         let (b_tx, b_rx) = channel::<u32>();
         let (a_keep, b_keep) = (a_tx.clone(), b_tx.clone());
-        let sender =
-            thread::spawn(move || choose((a_tx.send_op(1), b_tx.send_op(2))).perform());
+        let sender = thread::spawn(move || choose((a_tx.send_op(1), b_tx.send_op(2))).perform());
         let got = choose((a_rx.recv_op(), b_rx.recv_op())).perform().unwrap();
         let other = if got == 1 { &b_rx } else { &a_rx };
         assert!(other.try_recv().is_err(), "a stale record delivered");

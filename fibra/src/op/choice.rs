@@ -224,7 +224,11 @@ impl<B: Branches> Op for Choose<B> {
                 offset = 0;
             }
             let leaves = branches.as_ref().get_ref().branch(i).leaves();
-            match branches.as_mut().branch_mut(i).try_or_publish(cx.offset(offset)) {
+            match branches
+                .as_mut()
+                .branch_mut(i)
+                .try_or_publish(cx.offset(offset))
+            {
                 Tried::Committed(out) => {
                     // Nothing is published: as in `try_now`.
                     self.withdraw_all_but(Some(i));

@@ -450,11 +450,19 @@ impl<S> WaitQueue<S> {
     /// moves the payload, then commits itself.
     #[inline]
     pub(crate) fn find_partner(&mut self, seeker: Seeker<'_>) -> Found<S> {
-        // The common cases inline: nobody waits, or the first record is a
-        // live partner (a rendezvous with one party waiting).
+        // The common cases inline: nobody waits, the first records are
+        // stale (a chooser's lost clauses: dropped, see `is_stale`), or the
+        // first record is a live partner (a rendezvous with one party
+        // waiting).
+        while self.records.front().is_some_and(Waiter::is_stale) {
+            self.records
+                .pop_front()
+                .expect("the front record")
+                .unlinked();
+        }
         match self.records.front() {
             None => return Found::Nobody,
-            Some(w) if !w.belongs_to(seeker.ptr()) && !w.is_stale() => {
+            Some(w) if !w.belongs_to(seeker.ptr()) => {
                 if seeker.claim().is_err() {
                     return Found::SelfSynced;
                 }
