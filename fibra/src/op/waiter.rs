@@ -448,17 +448,14 @@ impl<S> WaitQueue<S> {
     /// With `seeker.me`, the seeker's own opstate is claimed (`W -> C`)
     /// before the partner's CAS and stays claimed on `Partner`: the caller
     /// moves the payload, then commits itself.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn find_partner(&mut self, seeker: Seeker<'_>) -> Found<S> {
         // The common cases inline: nobody waits, the first records are
         // stale (a chooser's lost clauses: dropped, see `is_stale`), or the
         // first record is a live partner (a rendezvous with one party
         // waiting).
-        while self.records.front().is_some_and(Waiter::is_stale) {
-            self.records
-                .pop_front()
-                .expect("the front record")
-                .unlinked();
+        if self.records.front().is_some_and(Waiter::is_stale) {
+            self.drop_stale_front();
         }
         match self.records.front() {
             None => return Found::Nobody,
@@ -476,6 +473,18 @@ impl<S> WaitQueue<S> {
             Some(_) => {}
         }
         self.find_partner_slow(seeker)
+    }
+
+    /// Drops the stale records at the front (out of line: `find_partner`
+    /// stays small enough to inline).
+    #[inline(never)]
+    fn drop_stale_front(&mut self) {
+        while self.records.front().is_some_and(Waiter::is_stale) {
+            self.records
+                .pop_front()
+                .expect("the front record")
+                .unlinked();
+        }
     }
 
     /// `find_partner`, record by record.
