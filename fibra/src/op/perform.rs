@@ -160,26 +160,18 @@ impl<O: Op> Future for Perform<O> {
                     state,
                 };
                 unwinding.op.as_mut().prepare();
-                let remote = unwinding.op.commits_remotely();
-                let cx = BlockCx {
+                // The try runs with the opstate at hand, so a leaf that
+                // locks its resource and finds nothing publishes under that
+                // lock ("Publishing in the try"). Only a leaf some partner
+                // commits publishes there, so the op is then not exclusive.
+                let mut cx = BlockCx {
                     state,
                     leaf: 0,
                     waker: cx.waker(),
-                    exclusive: !remote,
+                    exclusive: false,
                 };
-                // An op some partner may commit tries with the opstate at
-                // hand, so a leaf that locks its resource and finds nothing
-                // publishes under that lock ("Publishing in the try").
-                let tried = if remote {
-                    unwinding.op.as_mut().try_or_publish(cx)
-                } else {
-                    match unwinding.op.as_mut().try_now() {
-                        Some(out) => Tried::Committed(out),
-                        None => Tried::NotReady,
-                    }
-                };
+                let tried = unwinding.op.as_mut().try_or_publish(cx);
                 std::mem::forget(unwinding);
-                *this.remote = remote;
                 match tried {
                     Tried::Committed(out) => {
                         *this.phase = Phase::Done;
@@ -188,7 +180,9 @@ impl<O: Op> Future for Perform<O> {
                     }
                     Tried::Published => *this.phase = Phase::Blocked,
                     Tried::NotReady => {
-                        if remote {
+                        *this.remote = this.op.commits_remotely();
+                        cx.exclusive = !*this.remote;
+                        if *this.remote {
                             state.set_waker_unpublished(cx.waker.clone());
                         }
                         *this.phase = Phase::Blocked;
