@@ -7,9 +7,14 @@
 //! * In `Phase::Blocked`, some records may be published. Leaving that phase
 //!   always goes through `finish`/`abandon`/`withdraw`, which remove every
 //!   record before the memory can go away.
-//! * Before `Blocked` nothing is published. If the prepare or try phase
-//!   unwinds (a builder, a predicate or a `wrap` panics), the op is withdrawn
-//!   on the way out, so its nacks fire; the perform is then `Done`.
+//! * Before `Blocked` nothing is published, except by the try itself
+//!   (`Op::try_or_publish`: a leaf that locked its resource and found
+//!   nothing publishes there, and the phase becomes `Blocked` as soon as the
+//!   try returns). If the prepare or try phase unwinds (a builder, a
+//!   predicate or a `wrap` panics), the opstate is cancelled and the op is
+//!   withdrawn on the way out (or, if a published branch was committed
+//!   meanwhile, its result abandoned), so its nacks fire; the perform is
+//!   then `Done`.
 //! * Dropping while `Blocked` cancels (`W -> X`) so nothing can commit any
 //!   more, then withdraws; if a commit already happened (`SYNCED`, possible
 //!   when a foreign `select!` drops us after a partner committed), the op
@@ -149,10 +154,10 @@ impl<O: Op> Future for Perform<O> {
                     cx.waker().wake_by_ref();
                     return Poll::Pending;
                 }
-                // Until the phase is `Blocked`, nothing is published and
-                // `Drop` does nothing: an unwind (a builder, predicate or
-                // `wrap` panicking) must withdraw the op here, or its nacks
-                // would never fire.
+                // Until the phase is `Blocked`, `Drop` does nothing: an
+                // unwind (a builder, predicate or `wrap` panicking) must
+                // cancel and withdraw the op here (the try may have
+                // published), or its nacks would never fire.
                 let state: &OpState = this.state;
                 let mut unwinding = Unwinding {
                     op: this.op.as_mut(),
