@@ -8,7 +8,7 @@ package main
 // producer sends 0..messages/producers-1, each value with a select over
 // one send case per channel; each consumer takes messages/consumers values
 // with a select over one receive case per channel. Go's select has a fixed
-// set of cases, so it is written out for 2, 4 and 8 clauses (as the
+// set of cases, so it is written out for 2, 4, 8 and 16 clauses (as the
 // paper's Go programs do; reflect.Select would measure reflection).
 // variant=else adds a default case: a failed attempt calls
 // runtime.Gosched() and retries. Result: the sum of the values received.
@@ -100,6 +100,51 @@ func send8(c []chan uint64, v uint64, spin bool) bool {
 	return true
 }
 
+func send16(c []chan uint64, v uint64, spin bool) bool {
+	if spin {
+		select {
+		case c[0] <- v:
+		case c[1] <- v:
+		case c[2] <- v:
+		case c[3] <- v:
+		case c[4] <- v:
+		case c[5] <- v:
+		case c[6] <- v:
+		case c[7] <- v:
+		case c[8] <- v:
+		case c[9] <- v:
+		case c[10] <- v:
+		case c[11] <- v:
+		case c[12] <- v:
+		case c[13] <- v:
+		case c[14] <- v:
+		case c[15] <- v:
+		default:
+			return false
+		}
+		return true
+	}
+	select {
+	case c[0] <- v:
+	case c[1] <- v:
+	case c[2] <- v:
+	case c[3] <- v:
+	case c[4] <- v:
+	case c[5] <- v:
+	case c[6] <- v:
+	case c[7] <- v:
+	case c[8] <- v:
+	case c[9] <- v:
+	case c[10] <- v:
+	case c[11] <- v:
+	case c[12] <- v:
+	case c[13] <- v:
+	case c[14] <- v:
+	case c[15] <- v:
+	}
+	return true
+}
+
 func recv2(c []chan uint64, spin bool) (v uint64, ok bool) {
 	if spin {
 		select {
@@ -167,9 +212,54 @@ func recv8(c []chan uint64, spin bool) (v uint64, ok bool) {
 	return v, true
 }
 
+func recv16(c []chan uint64, spin bool) (v uint64, ok bool) {
+	if spin {
+		select {
+		case v = <-c[0]:
+		case v = <-c[1]:
+		case v = <-c[2]:
+		case v = <-c[3]:
+		case v = <-c[4]:
+		case v = <-c[5]:
+		case v = <-c[6]:
+		case v = <-c[7]:
+		case v = <-c[8]:
+		case v = <-c[9]:
+		case v = <-c[10]:
+		case v = <-c[11]:
+		case v = <-c[12]:
+		case v = <-c[13]:
+		case v = <-c[14]:
+		case v = <-c[15]:
+		default:
+			return 0, false
+		}
+		return v, true
+	}
+	select {
+	case v = <-c[0]:
+	case v = <-c[1]:
+	case v = <-c[2]:
+	case v = <-c[3]:
+	case v = <-c[4]:
+	case v = <-c[5]:
+	case v = <-c[6]:
+	case v = <-c[7]:
+	case v = <-c[8]:
+	case v = <-c[9]:
+	case v = <-c[10]:
+	case v = <-c[11]:
+	case v = <-c[12]:
+	case v = <-c[13]:
+	case v = <-c[14]:
+	case v = <-c[15]:
+	}
+	return v, true
+}
+
 func selectChannels(args []string) {
 	fs, runs := newFlags("select-channels")
-	clauses := fs.Int("clauses", 2, "channels, one per select clause (2, 4 or 8)")
+	clauses := fs.Int("clauses", 2, "channels, one per select clause (2, 4, 8 or 16)")
 	variant := fs.String("variant", "blocking", "blocking, or else (a default case)")
 	producers := fs.Uint64("producers", 1, "producer goroutines")
 	consumers := fs.Uint64("consumers", 1, "consumer goroutines")
@@ -185,8 +275,10 @@ func selectChannels(args []string) {
 		send, recv = send4, recv4
 	case 8:
 		send, recv = send8, recv8
+	case 16:
+		send, recv = send16, recv16
 	default:
-		fmt.Fprintf(os.Stderr, "select-channels: -clauses must be 2, 4 or 8\n")
+		fmt.Fprintf(os.Stderr, "select-channels: -clauses must be 2, 4, 8 or 16\n")
 		os.Exit(2)
 	}
 	if *variant != "blocking" && *variant != "else" {

@@ -424,3 +424,25 @@ fn loom_async_send_meets_a_blocked_receiver_or_waits_for_it() {
         assert_eq!(crate::block_on(receipt), Ok(()));
     });
 }
+
+#[test]
+fn loom_partner_unlinks_a_stale_record_while_its_owner_withdraws() {
+    // A sender chooses between A and B and publishes on both (in its try
+    // or its block phase); the receiver's choice commits one, then a
+    // receive on the other meets the sender's stale record there and
+    // unlinks it, racing the sender's own withdrawal, which skips the lock
+    // once it sees the record unlinked. One value arrives, once; the other
+    // channel is left empty (no record absorbs a later send).
+    model(|| {
+        let (a_tx, a_rx) = channel::<u32>();
+        let (b_tx, b_rx) = channel::<u32>();
+        let (a_keep, b_keep) = (a_tx.clone(), b_tx.clone());
+        let sender = thread::spawn(move || choose((a_tx.send_op(1), b_tx.send_op(2))).perform());
+        let got = choose((a_rx.recv_op(), b_rx.recv_op())).perform().unwrap();
+        let other = if got == 1 { &b_rx } else { &a_rx };
+        assert!(other.try_recv().is_err(), "a stale record delivered");
+        assert_eq!(sender.join().unwrap(), Ok(()));
+        assert!(matches!(a_keep.try_send(3), Err(TrySendError::Full(3))));
+        assert!(matches!(b_keep.try_send(4), Err(TrySendError::Full(4))));
+    });
+}

@@ -9,7 +9,7 @@ use super::{RecvError, SendError};
 use crate::loom::{Arc, UnsafeCell};
 use crate::op::slot::{Slot, take};
 use crate::op::waiter::{Registration, Seeker};
-use crate::op::{BlockCx, Op, sealed::Sealed};
+use crate::op::{BlockCx, Op, Tried, sealed::Sealed};
 use std::marker::{PhantomData, PhantomPinned};
 use std::ops::Deref;
 use std::pin::Pin;
@@ -146,6 +146,44 @@ impl<T> Op for RecvOp<'_, T> {
         }
     }
 
+    fn try_or_publish(mut self: Pin<&mut Self>, cx: BlockCx<'_>) -> Tried<Self::Output> {
+        let (chan, slot, published) = self.as_mut().project();
+        if !chan.may(readiness::RECV_MAY) {
+            return Tried::NotReady;
+        }
+        let mut st = chan.lock();
+        // SAFETY (both calls): unpublished (the caller's contract): the
+        // slot is ours.
+        if unsafe { chan.recv_buffered_locked(&mut st, slot) } {
+            drop(st);
+            return Tried::Committed(self.take_result());
+        }
+        match unsafe { chan.recv_locked(&mut st, slot, Seeker::FREE) } {
+            Received::Done(waker) => {
+                drop(st);
+                wake(waker);
+                Tried::Committed(self.take_result())
+            }
+            Received::Buffered => {
+                let refilled = chan.refill_locked(&mut st, None);
+                drop(st);
+                wake(refilled);
+                Tried::Committed(self.take_result())
+            }
+            Received::Disconnected => Tried::Committed(Err(RecvError)),
+            Received::NotReady => {
+                // The lock found only stale records (it dropped them):
+                // publish under it rather than lock again in `block`.
+                // Nothing of the perform is published yet, so the waker
+                // goes in first.
+                cx.state.set_waker_unpublished(cx.waker.clone());
+                *published = Some(st.recvq.publish(cx, slot));
+                Tried::Published
+            }
+            Received::SelfSynced => unreachable!("unpublished op saw itself synced"),
+        }
+    }
+
     fn block(self: Pin<&mut Self>, cx: BlockCx<'_>) {
         let (chan, slot, published) = self.project();
         let mut st = chan.lock();
@@ -192,7 +230,10 @@ impl<T> Op for RecvOp<'_, T> {
     fn withdraw(self: Pin<&mut Self>) {
         let (chan, _, published) = self.project();
         if let Some(reg) = published.take() {
-            chan.lock().recvq.remove(reg);
+            // SAFETY: our own record. Unlinked: a partner took it out.
+            if !unsafe { reg.is_unlinked() } {
+                chan.lock().recvq.remove(reg);
+            }
         }
     }
 }
@@ -315,6 +356,37 @@ impl<T> Op for SendOp<'_, T> {
         }
     }
 
+    fn try_or_publish(mut self: Pin<&mut Self>, cx: BlockCx<'_>) -> Tried<Self::Output> {
+        let (chan, slot, published) = self.as_mut().project();
+        if !chan.may(readiness::SEND_MAY) {
+            return Tried::NotReady;
+        }
+        let mut st = chan.lock();
+        // SAFETY (both calls): unpublished (the caller's contract): the
+        // slot is ours.
+        if unsafe { chan.send_buffered_locked(&mut st, slot) } {
+            return Tried::Committed(Ok(()));
+        }
+        match unsafe { chan.send_locked(&mut st, slot, Seeker::FREE) } {
+            Sent::Done(waker) => {
+                drop(st);
+                wake(waker);
+                Tried::Committed(Ok(()))
+            }
+            Sent::Disconnected => {
+                drop(st);
+                Tried::Committed(self.take_result())
+            }
+            Sent::NotReady => {
+                // As in `RecvOp::try_or_publish`.
+                cx.state.set_waker_unpublished(cx.waker.clone());
+                *published = Some(st.sendq.publish(cx, slot));
+                Tried::Published
+            }
+            Sent::SelfSynced => unreachable!("unpublished op saw itself synced"),
+        }
+    }
+
     fn block(self: Pin<&mut Self>, cx: BlockCx<'_>) {
         let (chan, slot, published) = self.project();
         let mut st = chan.lock();
@@ -348,7 +420,10 @@ impl<T> Op for SendOp<'_, T> {
     fn withdraw(self: Pin<&mut Self>) {
         let (chan, _, published) = self.project();
         if let Some(reg) = published.take() {
-            chan.lock().sendq.remove(reg);
+            // SAFETY: our own record. Unlinked: a partner took it out.
+            if !unsafe { reg.is_unlinked() } {
+                chan.lock().sendq.remove(reg);
+            }
         }
     }
 }

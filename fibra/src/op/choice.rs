@@ -11,7 +11,7 @@
 //! first. Either way the try phase commits the first ready branch it meets.
 
 use super::rng;
-use super::{BlockCx, Op, sealed::Sealed};
+use super::{BlockCx, Op, Tried, sealed::Sealed};
 use std::marker::PhantomPinned;
 use std::pin::Pin;
 
@@ -205,6 +205,60 @@ impl<B: Branches> Op for Choose<B> {
         None
     }
 
+    fn try_or_publish(mut self: Pin<&mut Self>, cx: BlockCx<'_>) -> Tried<B::Output> {
+        let (mut branches, start, biased) = self.as_mut().project();
+        let n = branches.count();
+        if n == 0 {
+            return Tried::NotReady;
+        }
+        *start = if biased { 0 } else { rng::below(n) };
+        let start = *start;
+        // Leaf offset of branch `start`, then walk start..n, 0..start, as
+        // `block` does.
+        let mut offset: usize = (0..start)
+            .map(|i| branches.as_ref().get_ref().branch(i).leaves())
+            .sum();
+        for k in 0..n {
+            let i = (start + k) % n;
+            if i == 0 {
+                offset = 0;
+            }
+            let leaves = branches.as_ref().get_ref().branch(i).leaves();
+            match branches
+                .as_mut()
+                .branch_mut(i)
+                .try_or_publish(cx.offset(offset))
+            {
+                Tried::Committed(out) => {
+                    // Nothing is published: as in `try_now`.
+                    self.withdraw_all_but(Some(i));
+                    return Tried::Committed(out);
+                }
+                Tried::NotReady => offset += leaves,
+                Tried::Published => {
+                    // Branch `i` is published: the others take the block
+                    // phase, in the same order, from the next one round to
+                    // the ones tried before it (which published nothing).
+                    offset += leaves;
+                    for k in k + 1..k + n {
+                        let j = (start + k) % n;
+                        if j == 0 {
+                            offset = 0;
+                        }
+                        if cx.state.load() != super::state::Seen::Waiting {
+                            break; // some branch committed: publish no more
+                        }
+                        let leaves = branches.as_ref().get_ref().branch(j).leaves();
+                        branches.as_mut().branch_mut(j).block(cx.offset(offset));
+                        offset += leaves;
+                    }
+                    return Tried::Published;
+                }
+            }
+        }
+        Tried::NotReady
+    }
+
     fn block(self: Pin<&mut Self>, cx: BlockCx<'_>) {
         let (mut branches, start, _) = self.project();
         let n = branches.count();
@@ -297,6 +351,10 @@ impl<T> Op for BoxOp<'_, T> {
 
     fn try_now(self: Pin<&mut Self>) -> Option<T> {
         self.get_mut().0.as_mut().try_now()
+    }
+
+    fn try_or_publish(self: Pin<&mut Self>, cx: BlockCx<'_>) -> Tried<T> {
+        self.get_mut().0.as_mut().try_or_publish(cx)
     }
 
     fn block(self: Pin<&mut Self>, cx: BlockCx<'_>) {

@@ -1,7 +1,7 @@
 //! The simple combinators: `always`, `never`, `wrap`, `guard`.
 
 use super::nack::CommitIsUnwinding;
-use super::{BlockCx, Op, sealed::Sealed};
+use super::{BlockCx, Op, Tried, sealed::Sealed};
 use std::marker::PhantomData;
 use std::pin::Pin;
 
@@ -171,6 +171,22 @@ impl<O: Op, F: FnOnce(O::Output) -> U, U> Op for Wrap<O, F> {
         let out = f(out);
         std::mem::forget(committed);
         Some(out)
+    }
+
+    fn try_or_publish(self: Pin<&mut Self>, cx: BlockCx<'_>) -> Tried<U> {
+        let this = self.project();
+        match this.op.try_or_publish(cx) {
+            Tried::Committed(out) => {
+                let f = this.f.take().expect("wrap performed twice");
+                // As in `try_now`.
+                let committed = CommitIsUnwinding;
+                let out = f(out);
+                std::mem::forget(committed);
+                Tried::Committed(out)
+            }
+            Tried::Published => Tried::Published,
+            Tried::NotReady => Tried::NotReady,
+        }
     }
 
     fn block(self: Pin<&mut Self>, cx: BlockCx<'_>) {

@@ -99,6 +99,20 @@ impl<'a> BlockCx<'a> {
 
 /// Implements `IntoFuture` (performing the op) for op types, so any op can
 /// be `.await`ed directly.
+/// What [`Op::try_or_publish`] did: the try phase of a perform that blocks
+/// if nothing commits (`docs/op-protocol.md`, "Publishing in the try").
+#[doc(hidden)]
+pub enum Tried<T> {
+    /// Committed now, with nothing of the perform published.
+    Committed(T),
+    /// Nothing ready; a record of the perform is published (the opstate
+    /// holds the waker) and every leaf of the op took part in the block
+    /// phase, which may already have committed the opstate.
+    Published,
+    /// Nothing ready and nothing published: `block` comes next.
+    NotReady,
+}
+
 macro_rules! op_into_future {
     ($(impl[$($g:tt)*] $t:ty;)*) => {$(
         impl<$($g)*> std::future::IntoFuture for $t
@@ -194,6 +208,15 @@ pub trait Op: sealed::Sealed {
 
     /// Block phase: publish a waiter for each leaf (numbered from `cx.leaf`)
     /// and retry; stop publishing once the opstate left `W`.
+    #[doc(hidden)]
+    fn try_or_publish(self: Pin<&mut Self>, cx: BlockCx<'_>) -> Tried<Self::Output> {
+        let _ = cx;
+        match self.try_now() {
+            Some(out) => Tried::Committed(out),
+            None => Tried::NotReady,
+        }
+    }
+
     #[doc(hidden)]
     fn block(self: Pin<&mut Self>, cx: BlockCx<'_>);
 

@@ -40,8 +40,9 @@ impl Drop for CommitIsUnwinding {
     }
 }
 
-/// A perform's prepare or try phase unwound: nothing is published, so
-/// withdrawing `op` resets every guard and fires every nack still built (the
+/// A perform's prepare or try phase unwound (and its opstate, if the try
+/// published anything, was cancelled): withdrawing `op` removes what is
+/// published, resets every guard and fires every nack still built (the
 /// committed path's were reset without firing on the way out).
 pub(crate) fn withdraw_unwound<O: Op + ?Sized>(op: Pin<&mut O>) {
     COMMIT_UNWINDING.with(|c| c.set(false));

@@ -7,16 +7,21 @@
 //! * In `Phase::Blocked`, some records may be published. Leaving that phase
 //!   always goes through `finish`/`abandon`/`withdraw`, which remove every
 //!   record before the memory can go away.
-//! * Before `Blocked` nothing is published. If the prepare or try phase
-//!   unwinds (a builder, a predicate or a `wrap` panics), the op is withdrawn
-//!   on the way out, so its nacks fire; the perform is then `Done`.
+//! * Before `Blocked` nothing is published, except by the try itself
+//!   (`Op::try_or_publish`: a leaf that locked its resource and found
+//!   nothing publishes there, and the phase becomes `Blocked` as soon as the
+//!   try returns). If the prepare or try phase unwinds (a builder, a
+//!   predicate or a `wrap` panics), the opstate is cancelled and the op is
+//!   withdrawn on the way out (or, if a published branch was committed
+//!   meanwhile, its result abandoned), so its nacks fire; the perform is
+//!   then `Done`.
 //! * Dropping while `Blocked` cancels (`W -> X`) so nothing can commit any
 //!   more, then withdraws; if a commit already happened (`SYNCED`, possible
 //!   when a foreign `select!` drops us after a partner committed), the op
 //!   abandons the result, handing any received value back to its channel.
 
 use super::state::{OpState, Seen};
-use super::{BlockCx, Op};
+use super::{BlockCx, Op, Tried};
 use pin_project_lite::pin_project;
 use std::future::Future;
 use std::marker::PhantomPinned;
@@ -116,15 +121,23 @@ impl<O: Op> Perform<O> {
 
 /// Armed while a perform prepares and tries (then forgotten): if dropped, that
 /// unwound, so the op is withdrawn (firing its nacks) and the perform is over.
+/// The try may have published records (`Op::try_or_publish`), so the
+/// opstate is cancelled first, as `Drop` does: if a partner already
+/// committed a published branch, that branch's result is abandoned (a
+/// received value goes back to its channel).
 struct Unwinding<'a, O: Op> {
     op: Pin<&'a mut O>,
     phase: &'a mut Phase,
+    state: &'a OpState,
 }
 
 impl<O: Op> Drop for Unwinding<'_, O> {
     fn drop(&mut self) {
         *self.phase = Phase::Done;
-        super::nack::withdraw_unwound(self.op.as_mut());
+        match self.state.cancel() {
+            Ok(()) => super::nack::withdraw_unwound(self.op.as_mut()),
+            Err(leaf) => self.op.as_mut().abandon(leaf),
+        }
     }
 }
 
@@ -141,34 +154,46 @@ impl<O: Op> Future for Perform<O> {
                     cx.waker().wake_by_ref();
                     return Poll::Pending;
                 }
-                // Until the phase is `Blocked`, nothing is published and
-                // `Drop` does nothing: an unwind (a builder, predicate or
-                // `wrap` panicking) must withdraw the op here, or its nacks
-                // would never fire.
+                // Until the phase is `Blocked`, `Drop` does nothing: an
+                // unwind (a builder, predicate or `wrap` panicking) must
+                // cancel and withdraw the op here (the try may have
+                // published), or its nacks would never fire.
+                let state: &OpState = this.state;
                 let mut unwinding = Unwinding {
                     op: this.op.as_mut(),
                     phase: &mut *this.phase,
+                    state,
                 };
                 unwinding.op.as_mut().prepare();
-                let tried = unwinding.op.as_mut().try_now();
-                std::mem::forget(unwinding);
-                if let Some(out) = tried {
-                    *this.phase = Phase::Done;
-                    crate::trace::event!(phase = "try", "commit");
-                    return Poll::Ready(out);
-                }
-                *this.remote = this.op.commits_remotely();
-                if *this.remote {
-                    this.state.set_waker_unpublished(cx.waker().clone());
-                }
-                *this.phase = Phase::Blocked;
-                let state: &OpState = this.state;
-                this.op.as_mut().block(BlockCx {
+                // The try runs with the opstate at hand, so a leaf that
+                // locks its resource and finds nothing publishes under that
+                // lock ("Publishing in the try"). Only a leaf some partner
+                // commits publishes there, so the op is then not exclusive.
+                let mut cx = BlockCx {
                     state,
                     leaf: 0,
                     waker: cx.waker(),
-                    exclusive: !*this.remote,
-                });
+                    exclusive: false,
+                };
+                let tried = unwinding.op.as_mut().try_or_publish(cx);
+                std::mem::forget(unwinding);
+                match tried {
+                    Tried::Committed(out) => {
+                        *this.phase = Phase::Done;
+                        crate::trace::event!(phase = "try", "commit");
+                        return Poll::Ready(out);
+                    }
+                    Tried::Published => *this.phase = Phase::Blocked,
+                    Tried::NotReady => {
+                        *this.remote = this.op.commits_remotely();
+                        cx.exclusive = !*this.remote;
+                        if *this.remote {
+                            state.set_waker_unpublished(cx.waker.clone());
+                        }
+                        *this.phase = Phase::Blocked;
+                        this.op.as_mut().block(cx);
+                    }
+                }
                 waker_fresh = true;
             }
             Phase::Blocked => {

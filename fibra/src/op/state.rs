@@ -59,6 +59,21 @@
 //! the opstate is freed; a remote that moved it to `BUSY` finishes with
 //! `SYNCED` before the owner may free it (the owner waits for `SYNCED`).
 //!
+//! # Unlinked records
+//!
+//! A record whose opstate left `W` is stale; whoever meets it under its
+//! queue's lock takes it out (`WaitQueue::find_partner`). That party then sets
+//! the leaf's bit in `unlinked` (Release) as its last access to the opstate.
+//! The owner, withdrawing its records after the perform ended (`SYNCED` or
+//! `X`), skips the lock of every queue whose record it sees unlinked
+//! (Acquire): the record is gone and nobody touches the opstate through it any
+//! more. A bit it does not see only costs the lock, as without the bit. Bits are set
+//! only on records already out of their queue, so a set bit never hides a
+//! record still queued. In a choice between two parties that alternate
+//! (each blocks on every clause while the other commits one), the partner's
+//! next try meets and drops the other clauses' stale records before their
+//! owner runs again, so the owner's withdrawal takes no lock at all.
+//!
 //! # The waker
 //!
 //! `waker` is written by the owner before its first record is published, and
@@ -106,6 +121,13 @@ fn synced(leaf: usize) -> usize {
 }
 
 /// The result of a remote party's attempt to commit someone else's opstate.
+/// The `unlinked` bit of `leaf`, if it has one.
+fn leaf_bit(leaf: usize) -> Option<usize> {
+    u32::try_from(leaf)
+        .ok()
+        .and_then(|leaf| 1usize.checked_shl(leaf))
+}
+
 #[derive(Debug, PartialEq, Eq)]
 pub(super) enum Commit {
     /// Won: the opstate is now `BUSY(leaf)`; the caller (`waiter.rs`) hands
@@ -123,6 +145,10 @@ pub(super) enum Commit {
 pub(crate) struct OpState {
     state: AtomicUsize,
     waker: UnsafeCell<Option<Waker>>,
+    /// Bit `leaf` (for leaves below `usize::BITS`): a party other than the
+    /// owner took that leaf's stale record out of its queue, so the owner's
+    /// withdrawal needs no lock (see "Unlinked records" in the module docs).
+    unlinked: AtomicUsize,
 }
 
 impl OpState {
@@ -130,7 +156,27 @@ impl OpState {
         Self {
             state: AtomicUsize::new(W),
             waker: UnsafeCell::new(None),
+            unlinked: AtomicUsize::new(0),
         }
+    }
+
+    /// Records that the holder of a queue's lock took the stale record of
+    /// `leaf` out of that queue. The last access to this opstate by that
+    /// party: Release, pairing with the owner's Acquire in
+    /// [`is_unlinked`](Self::is_unlinked), so once the owner sees the bit
+    /// the remover is done with the opstate and the owner may skip the lock
+    /// (and then free the perform).
+    pub(super) fn mark_unlinked(&self, leaf: usize) {
+        if let Some(bit) = leaf_bit(leaf) {
+            self.unlinked.fetch_or(bit, Ordering::Release);
+        }
+    }
+
+    /// Whether a remote party took the record of `leaf` out of its queue
+    /// ([`mark_unlinked`](Self::mark_unlinked)). `false` says nothing: the
+    /// owner then takes the lock and looks. Acquire: see `mark_unlinked`.
+    pub(crate) fn is_unlinked(&self, leaf: usize) -> bool {
+        leaf_bit(leaf).is_some_and(|bit| self.unlinked.load(Ordering::Acquire) & bit != 0)
     }
 
     /// Acquire: after `SYNCED`, the payload written before the remote's
@@ -163,6 +209,15 @@ impl OpState {
         });
         self.unclaim();
         true
+    }
+
+    /// Whether the opstate left `W` and `C` for good (`BUSY`, `SYNCED`,
+    /// `X`): then none of its records can commit any more. Relaxed: those
+    /// states never go back to `W`, so any such value read is final; a
+    /// record's reader holds its queue's lock, which keeps the opstate
+    /// alive.
+    pub(super) fn has_left_waiting(&self) -> bool {
+        !matches!(self.state.load(Ordering::Relaxed), W | C)
     }
 
     /// Owner: `W -> C`. On failure returns what it saw (`BUSY`/`SYNCED`).

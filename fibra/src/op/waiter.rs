@@ -93,6 +93,24 @@ impl<S> Waiter<S> {
         }
     }
 
+    /// Tells the owner of this stale record, just taken out of its queue
+    /// under the lock, that it need not look for it (`state.rs`, "Unlinked
+    /// records"). The last access to the record's opstate.
+    fn unlinked(self) {
+        if !self.is_plain() {
+            self.op().mark_unlinked(self.leaf);
+        }
+    }
+
+    /// Whether this record is stale for sure: its opstate left `W` and `C`
+    /// for good (`BUSY`, `SYNCED` or `X`; a `BUSY` committer took a record
+    /// from another queue, whose lock it holds, never this one). A plain
+    /// record is never stale. `false` says nothing: the commit's
+    /// compare-and-swap decides.
+    fn is_stale(&self) -> bool {
+        !self.is_plain() && self.op().has_left_waiting()
+    }
+
     /// Whether this is a plain record (module docs).
     fn is_plain(&self) -> bool {
         self.leaf == PLAIN
@@ -195,8 +213,23 @@ pub(crate) struct Registration {
     leaf: usize,
 }
 
-// SAFETY: a registration is an identity only; it is compared, never
-// dereferenced.
+impl Registration {
+    /// Whether a party other than the owner already took this record out
+    /// of its queue (`state.rs`, "Unlinked records"): then withdrawing it
+    /// needs no lock. `false` says nothing.
+    ///
+    /// # Safety
+    ///
+    /// Only the owner of the record may call it (its own opstate, alive
+    /// while it holds its perform).
+    pub(crate) unsafe fn is_unlinked(&self) -> bool {
+        // SAFETY: the caller owns the opstate (above).
+        unsafe { self.op.as_ref() }.is_unlinked(self.leaf)
+    }
+}
+
+// SAFETY: a registration is an identity only; it is compared, and read
+// through only by its owner (`is_unlinked`).
 unsafe impl Send for Registration {}
 // SAFETY: as above.
 unsafe impl Sync for Registration {}
@@ -415,10 +448,15 @@ impl<S> WaitQueue<S> {
     /// With `seeker.me`, the seeker's own opstate is claimed (`W -> C`)
     /// before the partner's CAS and stays claimed on `Partner`: the caller
     /// moves the payload, then commits itself.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn find_partner(&mut self, seeker: Seeker<'_>) -> Found<S> {
-        // The common cases inline: nobody waits, or the first record is a
-        // live partner (a rendezvous with one party waiting).
+        // The common cases inline: nobody waits, the first records are
+        // stale (a chooser's lost clauses: dropped, see `is_stale`), or the
+        // first record is a live partner (a rendezvous with one party
+        // waiting).
+        if self.records.front().is_some_and(Waiter::is_stale) {
+            self.drop_stale_front();
+        }
         match self.records.front() {
             None => return Found::Nobody,
             Some(w) if !w.belongs_to(seeker.ptr()) => {
@@ -437,6 +475,18 @@ impl<S> WaitQueue<S> {
         self.find_partner_slow(seeker)
     }
 
+    /// Drops the stale records at the front (out of line: `find_partner`
+    /// stays small enough to inline).
+    #[inline(never)]
+    fn drop_stale_front(&mut self) {
+        while self.records.front().is_some_and(Waiter::is_stale) {
+            self.records
+                .pop_front()
+                .expect("the front record")
+                .unlinked();
+        }
+    }
+
     /// `find_partner`, record by record.
     #[inline(never)]
     fn find_partner_slow(&mut self, seeker: Seeker<'_>) -> Found<S> {
@@ -447,6 +497,12 @@ impl<S> WaitQueue<S> {
                 i += 1;
                 continue;
             }
+            if w.is_stale() {
+                // Dropped without claiming ourselves: a stale record stays
+                // stale, so no compare-and-swap can make it a partner.
+                self.take(i).unlinked();
+                continue;
+            }
             if let Err(_seen) = seeker.claim() {
                 return Found::SelfSynced;
             }
@@ -454,7 +510,7 @@ impl<S> WaitQueue<S> {
                 Commit::Won => return Found::Partner(Won(self.take(i))),
                 Commit::Stale => {
                     seeker.unclaim();
-                    self.take(i);
+                    self.take(i).unlinked();
                 }
                 Commit::Claimed => {
                     // The partner's owner is committing elsewhere for a few

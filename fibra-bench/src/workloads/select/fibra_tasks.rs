@@ -14,6 +14,7 @@ pub async fn select(shape: Shape) -> u64 {
         2 => select_c::<2>(shape).await,
         4 => select_c::<4>(shape).await,
         8 => select_c::<8>(shape).await,
+        16 => select_c::<16>(shape).await,
         other => bad_clauses(other),
     }
 }

@@ -14,6 +14,7 @@ pub fn select(shape: Shape) -> u64 {
         2 => select_c::<2>(shape),
         4 => select_c::<4>(shape),
         8 => select_c::<8>(shape),
+        16 => select_c::<16>(shape),
         other => bad_clauses(other),
     }
 }

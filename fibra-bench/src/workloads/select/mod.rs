@@ -4,7 +4,7 @@
 //! * `select-channels`: `producers` producers and `consumers` consumers,
 //!   split evenly over the machine's cores (the paper: "with 8 cores there
 //!   are 4 producer and 4 consumer threads"; here `cpus / 2` each, at least
-//!   one), share `clauses` channels (C = 2, 4, 8). Each producer repeatedly
+//!   one), share `clauses` channels (C = 2, 4, 8, 16). Each producer repeatedly
 //!   selects over C send clauses (one per channel), each consumer over C
 //!   receive clauses. Producer `p` sends `0..messages / producers`; each
 //!   consumer takes exactly `messages / consumers` values (every consumer
@@ -38,7 +38,7 @@
 //!   `.await` / `.perform()`; `else`: `Op::try_perform` on the choice.
 //!   `select-overlap`: `fibra::choose_biased`.
 //! * tokio (`tokio-ct`, `tokio-mt`, `select-channels` only): `tokio::select!`
-//!   over `mpsc` sends / receives, written out for C = 2, 4 and 8 (the macro
+//!   over `mpsc` sends / receives, written out for C = 2, 4, 8 and 16 (the macro
 //!   takes no dynamic clause count). tokio's mpsc has no rendezvous
 //!   (capacity 1 instead, noted) and one receiver per channel, so the rows
 //!   need `consumers=1` (a 2-core machine); elsewhere they are skipped. `else`:
@@ -48,7 +48,7 @@
 //! * crossbeam (OS threads): `crossbeam_channel::Select` built once per
 //!   thread (`select()`, `try_select()`), `bounded(0)` rendezvous channels;
 //!   `select-overlap`: `Select::new_biased()`.
-//! * Go (`go/select.go`): `select` written out for C = 2, 4 and 8,
+//! * Go (`go/select.go`): `select` written out for C = 2, 4, 8 and 16,
 //!   unbuffered channels; `else`: `default`. Go has no priority select:
 //!   `select-overlap` uses a plain `select` (random), as in the paper.
 //!
@@ -76,7 +76,7 @@ use rows::{overlap_rows, select_channels_rows};
 use shape::{Shape, Variant, split};
 
 /// Clause counts (the paper's C).
-const CLAUSES: [u64; 3] = [2, 4, 8];
+const CLAUSES: [u64; 4] = [2, 4, 8, 16];
 /// Messages per `select-channels` run, all producers together (full run,
 /// `--quick`).
 const MESSAGES: (u64, u64) = (100_000, 2_000);

@@ -70,7 +70,7 @@ pub fn split() -> u64 {
     (cpus / 2).max(1)
 }
 
-/// Panics on a clause count other than 2, 4 or 8.
+/// Panics on a clause count other than 2, 4, 8 or 16.
 pub fn bad_clauses(clauses: usize) -> ! {
-    panic!("select-channels: {clauses} clauses (2, 4 or 8)")
+    panic!("select-channels: {clauses} clauses (2, 4, 8 or 16)")
 }

@@ -14,7 +14,7 @@ fn shapes(messages: u64, consumers: u64) -> impl Iterator<Item = Shape> {
     [Variant::Blocking, Variant::Else]
         .into_iter()
         .flat_map(move |variant| {
-            [2, 4, 8].into_iter().map(move |clauses| Shape {
+            [2, 4, 8, 16].into_iter().map(move |clauses| Shape {
                 clauses,
                 variant,
                 producers: consumers,
@@ -82,9 +82,9 @@ fn rows_and_params() {
         .iter()
         .filter(|c| c.spec.workload == "select-channels")
         .collect();
-    // 6 parameter sets x fibra, fibra-ct, fibra-threads, tokio-ct,
+    // 8 parameter sets x fibra, fibra-ct, fibra-threads, tokio-ct,
     // tokio-mt, crossbeam, go.
-    assert_eq!(select.len(), 6 * 7);
+    assert_eq!(select.len(), 8 * 7);
     for case in &select {
         assert_eq!(case.spec.group, "cforall");
         let names: Vec<&str> = case.spec.params.iter().map(|(n, _)| *n).collect();

@@ -21,22 +21,26 @@ macro_rules! recv_any {
     };
 }
 
-/// Sends `v` over one of `txs` (2, 4 or 8 of them).
+/// Sends `v` over one of `txs` (2, 4, 8 or 16 of them).
 async fn send(txs: &[Sender<u64>], v: u64) -> Result<(), SendError<u64>> {
     match txs.len() {
         2 => send_any!(txs, v; 0 1),
         4 => send_any!(txs, v; 0 1 2 3),
         8 => send_any!(txs, v; 0 1 2 3 4 5 6 7),
+        16 => send_any!(txs, v; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15),
         other => bad_clauses(other),
     }
 }
 
-/// Receives from one of `rxs` (2, 4 or 8 of them).
+/// Receives from one of `rxs` (2, 4, 8 or 16 of them).
 async fn recv(rxs: &mut [Receiver<u64>]) -> Option<u64> {
     match rxs {
         [a, b] => recv_any!(a b),
         [a, b, c, d] => recv_any!(a b c d),
         [a, b, c, d, e, f, g, h] => recv_any!(a b c d e f g h),
+        [a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p] => {
+            recv_any!(a b c d e f g h i j k l m n o p)
+        }
         other => bad_clauses(other.len()),
     }
 }
