@@ -97,8 +97,6 @@ impl<'a> BlockCx<'a> {
     }
 }
 
-/// Implements `IntoFuture` (performing the op) for op types, so any op can
-/// be `.await`ed directly.
 /// What [`Op::try_or_publish`] did: the try phase of a perform that blocks
 /// if nothing commits (`docs/op-protocol.md`, "Publishing in the try").
 #[doc(hidden)]
@@ -113,6 +111,8 @@ pub enum Tried<T> {
     NotReady,
 }
 
+/// Implements `IntoFuture` (performing the op) for op types, so any op can
+/// be `.await`ed directly.
 macro_rules! op_into_future {
     ($(impl[$($g:tt)*] $t:ty;)*) => {$(
         impl<$($g)*> std::future::IntoFuture for $t
@@ -206,8 +206,12 @@ pub trait Op: sealed::Sealed {
     #[doc(hidden)]
     fn try_now(self: Pin<&mut Self>) -> Option<Self::Output>;
 
-    /// Block phase: publish a waiter for each leaf (numbered from `cx.leaf`)
-    /// and retry; stop publishing once the opstate left `W`.
+    /// Try phase of a perform that blocks if nothing commits: as
+    /// [`try_now`](Self::try_now), except that a leaf which locked its
+    /// resource and found nothing ready may publish its record under that
+    /// lock, and the rest of the op then takes the block phase
+    /// ([`Tried::Published`]; "Publishing in the try" in
+    /// `docs/op-protocol.md`). By default, `try_now`.
     #[doc(hidden)]
     fn try_or_publish(self: Pin<&mut Self>, cx: BlockCx<'_>) -> Tried<Self::Output> {
         let _ = cx;
@@ -217,6 +221,8 @@ pub trait Op: sealed::Sealed {
         }
     }
 
+    /// Block phase: publish a waiter for each leaf (numbered from `cx.leaf`)
+    /// and retry; stop publishing once the opstate left `W`.
     #[doc(hidden)]
     fn block(self: Pin<&mut Self>, cx: BlockCx<'_>);
 

@@ -183,6 +183,8 @@ impl<O: Op> Future for Perform<O> {
                         crate::trace::event!(phase = "try", "commit");
                         return Poll::Ready(out);
                     }
+                    // Only a leaf that partners commit publishes in the
+                    // try, so `remote` keeps its initial `true`.
                     Tried::Published => *this.phase = Phase::Blocked,
                     Tried::NotReady => {
                         *this.remote = this.op.commits_remotely();

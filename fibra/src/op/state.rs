@@ -120,7 +120,6 @@ fn synced(leaf: usize) -> usize {
     (leaf << TAG_BITS) | TAG_SYNCED
 }
 
-/// The result of a remote party's attempt to commit someone else's opstate.
 /// The `unlinked` bit of `leaf`, if it has one.
 fn leaf_bit(leaf: usize) -> Option<usize> {
     u32::try_from(leaf)
@@ -128,6 +127,7 @@ fn leaf_bit(leaf: usize) -> Option<usize> {
         .and_then(|leaf| 1usize.checked_shl(leaf))
 }
 
+/// The result of a remote party's attempt to commit someone else's opstate.
 #[derive(Debug, PartialEq, Eq)]
 pub(super) enum Commit {
     /// Won: the opstate is now `BUSY(leaf)`; the caller (`waiter.rs`) hands
