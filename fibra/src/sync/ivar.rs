@@ -15,11 +15,15 @@
 use crate::loom::{AtomicUsize, Lock, Ordering, UnsafeCell};
 use crate::op::waiter::{Registration, WaitQueue};
 use crate::op::{BlockCx, Op, sealed::Sealed};
+use smallvec::SmallVec;
 use std::fmt;
 use std::marker::PhantomPinned;
 use std::mem::MaybeUninit;
 use std::pin::Pin;
 use std::task::Waker;
+
+/// Wakers of waiting gets kept inline by `put` (more spill to the heap).
+const INLINE_WAKERS: usize = 4;
 
 const EMPTY: usize = 0;
 const WRITING: usize = 1;
@@ -98,12 +102,13 @@ impl<T> IVar<T> {
         self.value.with_mut(|v| unsafe { (*v).write(value) });
         // Release: publishes the value to every Acquire load that sees FULL.
         self.state.store(FULL, Ordering::Release);
-        let mut wakers = Vec::new();
+        // Every record is committed under the lock; the wakers are woken
+        // after it is released. Usually nobody or one get waits: the wakers
+        // stay inline (no allocation per put).
+        let mut wakers = SmallVec::<[Waker; INLINE_WAKERS]>::new();
         let mut waiters = self.waiters.lock();
-        // Usually nobody waits (an actor's exit that no one watches): skip
-        // the drain.
-        if !waiters.is_empty() {
-            waiters.commit_all(&mut wakers);
+        while let Some(record) = waiters.pop_front() {
+            wakers.extend(record.commit());
         }
         drop(waiters);
         wakers.into_iter().for_each(Waker::wake);
@@ -399,4 +404,36 @@ impl<T: Clone> Op for GetOp<'_, T> {
 crate::op::op_into_future! {
     impl['a, T: Clone] GetOp<'a, T>;
     impl['a, T] GetRefOp<'a, T>;
+}
+
+#[cfg(all(test, loom))]
+mod loom_models {
+    use super::IVar;
+    use crate::loom::{Arc, model, thread};
+    use crate::{Op, always, choose_biased};
+
+    #[test]
+    fn loom_sync_ivar_put_wakes_every_blocked_get() {
+        // Two gets, one alone and one in a choice that may lose to an
+        // always-ready branch the model never takes (it is disabled), race
+        // the put: each sees the value once, whether it blocked first or
+        // found the variable full.
+        model(|| {
+            let v = Arc::new(IVar::new());
+            let t = {
+                let v = v.clone();
+                thread::spawn(move || v.get_blocking())
+            };
+            let u = {
+                let v = v.clone();
+                thread::spawn(move || {
+                    choose_biased((v.get_op(), crate::select::when(false, always(0)))).perform()
+                })
+            };
+            v.put(5).unwrap();
+            assert_eq!(t.join().unwrap(), 5);
+            assert_eq!(u.join().unwrap(), 5);
+            assert_eq!(v.put(6), Err(6));
+        });
+    }
 }
