@@ -30,7 +30,7 @@
 //!   takes part in no later round.
 
 use super::clause_cell::{ClauseCell, record};
-use super::pred::{Compiled, StmtId};
+use super::pred::StmtId;
 use crate::op::state::{OpState, Seen};
 use crate::op::{BlockCx, Op};
 use smallvec::SmallVec;
@@ -197,10 +197,13 @@ impl<'a> WaitUntil<'a> {
     /// ```
     pub fn run(self, pred: Pred) -> impl Future<Output = bool> + 'a {
         let n = self.clauses.len();
-        let pred = pred.compile(self.stmt, n);
         // Could it hold once every clause is done? If not, it never will
         // (a clause of another statement is never done here).
-        let can_hold = pred.holds(self.stmt, u64::MAX, &|i| i < n);
+        let all = u32::try_from(n)
+            .ok()
+            .and_then(|n| 1u64.checked_shl(n))
+            .map_or(u64::MAX, |bit| bit - 1);
+        let can_hold = pred.holds(self.stmt, all, &|i| i < n);
         Rounds {
             w: self,
             pred,
@@ -235,7 +238,7 @@ impl<'a> WaitUntil<'a> {
     }
 
     /// Whether the predicate holds now.
-    fn holds(&self, pred: &Compiled) -> bool {
+    fn holds(&self, pred: &Pred) -> bool {
         let clauses = &self.clauses;
         pred.holds(self.stmt, self.done, &|i| {
             clauses.get(i).is_some_and(|c| c.done)
@@ -310,7 +313,7 @@ impl Drop for WithdrawOnUnwind<'_, '_> {
 /// The future of [`WaitUntil::run`]: rounds until the predicate holds.
 struct Rounds<'a> {
     w: WaitUntil<'a>,
-    pred: Compiled,
+    pred: Pred,
     /// Whether the predicate holds once every clause is done: if not, the
     /// statement returns `false` at once.
     can_hold: bool,

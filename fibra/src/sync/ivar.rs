@@ -15,15 +15,11 @@
 use crate::loom::{AtomicUsize, Lock, Ordering, UnsafeCell};
 use crate::op::waiter::{Registration, WaitQueue};
 use crate::op::{BlockCx, Op, sealed::Sealed};
-use smallvec::SmallVec;
 use std::fmt;
 use std::marker::PhantomPinned;
 use std::mem::MaybeUninit;
 use std::pin::Pin;
 use std::task::Waker;
-
-/// Wakers of waiting gets kept inline by `put` (more spill to the heap).
-const INLINE_WAKERS: usize = 4;
 
 const EMPTY: usize = 0;
 const WRITING: usize = 1;
@@ -103,15 +99,19 @@ impl<T> IVar<T> {
         // Release: publishes the value to every Acquire load that sees FULL.
         self.state.store(FULL, Ordering::Release);
         // Every record is committed under the lock; the wakers are woken
-        // after it is released. Usually nobody or one get waits: the wakers
-        // stay inline (no allocation per put).
-        let mut wakers = SmallVec::<[Waker; INLINE_WAKERS]>::new();
+        // after it is released. Usually nobody or one get waits: one waker
+        // is kept in a local (no allocation), more go to a `Vec`.
         let mut waiters = self.waiters.lock();
+        let Some(first) = waiters.pop_front() else {
+            return Ok(());
+        };
+        let first = first.commit();
+        let mut more = Vec::new();
         while let Some(record) = waiters.pop_front() {
-            wakers.extend(record.commit());
+            more.extend(record.commit());
         }
         drop(waiters);
-        wakers.into_iter().for_each(Waker::wake);
+        first.into_iter().chain(more).for_each(Waker::wake);
         Ok(())
     }
 
