@@ -145,12 +145,17 @@ impl Pred {
         use Repr::{All, Any};
         let single = |m: u64| m.count_ones() == 1;
         match (&self.repr, &rhs.repr) {
-            (All { stmt: s, mask: l } | Any { stmt: s, mask: l }, All { stmt: t, mask: r } | Any { stmt: t, mask: r })
-                if s == t
-                    && (single(*l) || matches!(self.repr, Any { .. }))
-                    && (single(*r) || matches!(rhs.repr, Any { .. })) =>
+            (
+                All { stmt: s, mask: l } | Any { stmt: s, mask: l },
+                All { stmt: t, mask: r } | Any { stmt: t, mask: r },
+            ) if s == t
+                && (single(*l) || matches!(self.repr, Any { .. }))
+                && (single(*r) || matches!(rhs.repr, Any { .. })) =>
             {
-                Some(Any { stmt: *s, mask: l | r })
+                Some(Any {
+                    stmt: *s,
+                    mask: l | r,
+                })
             }
             _ => {
                 let ((s, mut sets), (t, more)) = (self.sets()?, rhs.sets()?);
@@ -168,12 +173,17 @@ impl Pred {
         use Repr::{All, Any};
         let single = |m: u64| m.count_ones() == 1;
         match (&self.repr, &rhs.repr) {
-            (All { stmt: s, mask: l } | Any { stmt: s, mask: l }, All { stmt: t, mask: r } | Any { stmt: t, mask: r })
-                if s == t
-                    && (single(*l) || matches!(self.repr, All { .. }))
-                    && (single(*r) || matches!(rhs.repr, All { .. })) =>
+            (
+                All { stmt: s, mask: l } | Any { stmt: s, mask: l },
+                All { stmt: t, mask: r } | Any { stmt: t, mask: r },
+            ) if s == t
+                && (single(*l) || matches!(self.repr, All { .. }))
+                && (single(*r) || matches!(rhs.repr, All { .. })) =>
             {
-                Some(All { stmt: *s, mask: l | r })
+                Some(All {
+                    stmt: *s,
+                    mask: l | r,
+                })
             }
             _ => {
                 let ((s, lhs), (t, rhs)) = (self.sets()?, rhs.sets()?);
@@ -185,7 +195,10 @@ impl Pred {
                     .flat_map(|l| rhs.iter().map(move |r| l | r))
                     .collect();
                 Some(match sets.len() {
-                    1 => All { stmt: s, mask: sets[0] },
+                    1 => All {
+                        stmt: s,
+                        mask: sets[0],
+                    },
                     _ => Repr::Sets { stmt: s, sets },
                 })
             }
@@ -213,9 +226,15 @@ impl Pred {
             prog
         };
         match self.repr {
-            Repr::All { stmt, mask } => join(stmt, &mut std::iter::once(mask), |right| Instr::And { right }),
-            Repr::Any { stmt, mask } => join(stmt, &mut bits(mask).map(|i| 1u64 << i), |right| Instr::Or { right }),
-            Repr::Sets { stmt, sets } => join(stmt, &mut sets.into_iter(), |right| Instr::Or { right }),
+            Repr::All { stmt, mask } => join(stmt, &mut std::iter::once(mask), |right| {
+                Instr::And { right }
+            }),
+            Repr::Any { stmt, mask } => join(stmt, &mut bits(mask).map(|i| 1u64 << i), |right| {
+                Instr::Or { right }
+            }),
+            Repr::Sets { stmt, sets } => {
+                join(stmt, &mut sets.into_iter(), |right| Instr::Or { right })
+            }
             Repr::Prog(prog) => prog,
         }
     }
@@ -429,8 +448,16 @@ mod tests {
         let pred = Pred::clause(0, s) | Pred::clause(0, t);
         assert!(holds(&pred, s, &|_| true));
         assert!(holds(&pred, t, &|_| true));
-        assert!(!holds(&(Pred::clause(0, s) & Pred::clause(0, t)), s, &|_| true));
+        assert!(!holds(
+            &(Pred::clause(0, s) & Pred::clause(0, t)),
+            s,
+            &|_| true
+        ));
         assert!(!holds(&Pred::clause(0, s), t, &|_| true));
-        assert!(!holds(&(Pred::clause(0, s) | Pred::clause(1, s)), t, &|_| true));
+        assert!(!holds(
+            &(Pred::clause(0, s) | Pred::clause(1, s)),
+            t,
+            &|_| true
+        ));
     }
 }

@@ -29,7 +29,7 @@
 //! * A clause is `done` once its op committed and its result was put: it
 //!   takes part in no later round.
 
-use super::clause_cell::{ClauseCell, record};
+use super::clause_cell::{Blocks, CellRef, record};
 use super::pred::StmtId;
 use crate::op::state::{OpState, Seen};
 use crate::op::{BlockCx, Op};
@@ -38,7 +38,6 @@ use std::fmt;
 use std::future::Future;
 use std::marker::PhantomPinned;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::task::{Context, Poll};
 
 pub use super::clause_cell::Clause;
@@ -49,7 +48,7 @@ const INLINE_CLAUSES: usize = 4;
 
 /// One clause, as the statement sees it.
 struct Entry<'a> {
-    cell: Arc<dyn ClauseCell + 'a>,
+    cell: CellRef<'a>,
     /// Acquired: its op committed and its result was put.
     done: bool,
     /// In a blocked round: its first leaf among the round's leaves...
@@ -105,6 +104,8 @@ pub struct WaitUntil<'a> {
     stmt: StmtId,
     /// Bit `i` set when clause `i` (of the first 64) is done.
     done: u64,
+    /// Where the clauses' records live; dropped after them (field order).
+    blocks: Blocks,
 }
 
 impl Default for WaitUntil<'_> {
@@ -143,6 +144,7 @@ impl<'a> WaitUntil<'a> {
             clauses: SmallVec::new(),
             stmt: StmtId::new(),
             done: 0,
+            blocks: Blocks::new(),
         }
     }
 
@@ -161,7 +163,7 @@ impl<'a> WaitUntil<'a> {
         O: Op + Send + 'a,
         O::Output: Send + 'a,
     {
-        let (cell, clause) = record(op, self.clauses.len(), self.stmt);
+        let (cell, clause) = record(&mut self.blocks, op, self.clauses.len(), self.stmt);
         self.clauses.push(Entry {
             cell,
             done: false,
