@@ -130,6 +130,17 @@ impl Pred {
         }
     }
 
+    /// The clauses of statement `stmt` (of the first 64) that every way
+    /// for the predicate to hold needs.
+    pub(super) fn must(&self, stmt: StmtId) -> u64 {
+        match &self.repr {
+            Repr::All { stmt: s, mask } if *s == stmt => *mask,
+            Repr::Any { stmt: s, mask } if *s == stmt && mask.count_ones() == 1 => *mask,
+            Repr::Sets { stmt: s, sets } if *s == stmt => sets.iter().fold(u64::MAX, |m, t| m & t),
+            _ => 0,
+        }
+    }
+
     /// The statement and sets of clauses of a predicate in a mask form.
     fn sets(&self) -> Option<(StmtId, Terms)> {
         match &self.repr {

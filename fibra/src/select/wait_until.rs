@@ -1,21 +1,26 @@
 //! AND/OR waiting (Cforall's `waituntil`).
 //!
 //! A statement over clauses joined by `and`/`or` runs as rounds: each round
-//! is one choice over the clauses not yet acquired, so exactly one of them
-//! commits (with the whole op protocol: no lock held across clauses,
-//! nothing lost); its handler (a `wrap` on its op) runs at once; the
-//! statement ends as soon as the predicate holds. Clauses still waiting then
-//! were never committed: they are withdrawn by the round that lost them and
-//! simply dropped.
+//! is one choice over the clauses not yet acquired (with the whole op
+//! protocol: no lock held across clauses, nothing lost), so one of them
+//! commits first; its handler (a `wrap` on its op) runs at once; the
+//! statement ends as soon as the predicate holds. A round whose first
+//! commit comes in its try phase goes on trying, once each, the clauses
+//! not tried yet that every completion of the predicate needs (`c` in
+//! `(a or b) and c`, every clause of an `and`): they would be acquired by
+//! some later round anyway, and this saves those rounds. Clauses still
+//! waiting when the statement ends were never committed: they are
+//! withdrawn by the round that lost them and simply dropped.
 //!
 //! The statement runs the op protocol of each round itself (as `Perform`
 //! does for one op), over the clause records it keeps: every round
 //! re-performs the same ops in place (an op that lost a choice is withdrawn
 //! and left as it was before the perform, so it can be performed again),
-//! with one opstate, reset between rounds. A statement allocates one record
-//! per clause (`clause_cell.rs`: the op and its result slot) and nothing
-//! else for up to four clauses and a predicate over up to five
-//! (`pred.rs`).
+//! with one opstate, reset between rounds. A statement allocates one block
+//! for its clauses' records (`clause_cell.rs`: each op and its result slot;
+//! more blocks only if they outgrow it) and nothing else for up to four
+//! clauses; its predicate is a mask, or a few sets of clauses, built as it
+//! is written (`pred.rs`).
 //!
 //! # Invariants
 //!
@@ -64,9 +69,10 @@ struct Entry<'a> {
 /// Add each clause with [`add`](WaitUntil::add) (put its handler on the op
 /// with [`Op::wrap`]: it runs in the waiting task as soon as that clause is
 /// acquired), then [`run`](WaitUntil::run) the predicate. Clauses are
-/// acquired one at a time, each through a fair choice over the clauses
-/// still waiting, so no resource's lock is held while waiting for another
-/// (where Go's `select` locks every channel). The statement ends as soon as
+/// acquired one at a time, through a fair choice over the clauses still
+/// waiting (after which the clauses every completion needs are tried
+/// too), so no resource's lock is held while waiting for another (where
+/// Go's `select` locks every channel). The statement ends as soon as
 /// the predicate holds; clauses not acquired by then are withdrawn and
 /// dropped, having taken nothing: a send clause made with
 /// [`send_op_from`](crate::Sender::send_op_from) leaves its value in the
@@ -74,7 +80,8 @@ struct Entry<'a> {
 ///
 /// Each round is a separate perform of the clauses still waiting, so a
 /// [`with_nack`](crate::with_nack) clause is built again every round and its
-/// nack fires in every round it loses, even if it is acquired later.
+/// nack fires in every round that does not acquire it, even if it is
+/// acquired later.
 ///
 /// # Examples
 ///
@@ -206,10 +213,12 @@ impl<'a> WaitUntil<'a> {
             .and_then(|n| 1u64.checked_shl(n))
             .map_or(u64::MAX, |bit| bit - 1);
         let can_hold = pred.holds(self.stmt, all, &|i| i < n);
+        let must = pred.must(self.stmt);
         Rounds {
             w: self,
             pred,
             can_hold,
+            must,
             state: OpState::new(),
             phase: Phase::Between,
             remote: true,
@@ -279,6 +288,14 @@ impl<'a> WaitUntil<'a> {
     }
 }
 
+/// Whether clause `i` is in `mask`.
+fn is_in(mask: u64, i: usize) -> bool {
+    u32::try_from(i)
+        .ok()
+        .and_then(|i| mask.checked_shr(i))
+        .is_some_and(|m| m & 1 != 0)
+}
+
 /// Where the statement's rounds are.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
@@ -298,14 +315,21 @@ enum Started {
     Exhausted,
 }
 
-/// Withdraws every clause still waiting if dropped: armed (then forgotten)
+/// Withdraws every clause still waiting if dropped while armed: armed
 /// while a round prepares and tries, so that an unwind there fires the
-/// nacks of the clauses built.
-struct WithdrawOnUnwind<'s, 'a>(&'s WaitUntil<'a>);
+/// nacks of the clauses built. The round's mutations of the statement go
+/// through it.
+struct WithdrawOnUnwind<'s, 'a> {
+    w: &'s mut WaitUntil<'a>,
+    armed: bool,
+}
 
 impl Drop for WithdrawOnUnwind<'_, '_> {
     fn drop(&mut self) {
-        for c in self.0.waiting() {
+        if !self.armed {
+            return;
+        }
+        for c in self.w.waiting() {
             // SAFETY: we own the records.
             unsafe { c.cell.withdraw_unwound() };
         }
@@ -319,6 +343,9 @@ struct Rounds<'a> {
     /// Whether the predicate holds once every clause is done: if not, the
     /// statement returns `false` at once.
     can_hold: bool,
+    /// The clauses (of the first 64) every completion of the predicate
+    /// needs.
+    must: u64,
     /// The opstate of the round in progress (module invariants).
     state: OpState,
     phase: Phase,
@@ -342,24 +369,41 @@ impl Rounds<'_> {
             .filter(|&i| !self.w.clauses[i].done)
             .nth(k)
             .unwrap_or(0);
-        let unwinding = WithdrawOnUnwind(&self.w);
-        for c in self.w.waiting() {
+        let mut round = WithdrawOnUnwind {
+            w: &mut self.w,
+            armed: true,
+        };
+        for c in round.w.waiting() {
             // SAFETY: we own the records.
             unsafe { c.cell.prepare() };
         }
+        // Once a clause commits, the round goes on trying only the clauses
+        // every completion needs (`must`): each is tried once, as in a
+        // choice, and acquiring it now or in a later round is the same. The
+        // others wait for the next round's fair choice.
+        let mut acquired = false;
         for i in (start..len).chain(0..start) {
-            let c = &self.w.clauses[i];
+            let c = &round.w.clauses[i];
+            if c.done || (acquired && !is_in(self.must, i)) {
+                continue;
+            }
             // SAFETY: we own the records.
-            if !c.done && unsafe { c.cell.try_now() } {
-                std::mem::forget(unwinding);
-                // The clauses tried before may have built guards or nacks:
-                // they lost.
-                self.w.withdraw_all_but(Some(i));
-                self.w.set_done(i);
-                return Started::Acquired;
+            if unsafe { c.cell.try_now() } {
+                round.w.set_done(i);
+                acquired = true;
+                if round.w.holds(&self.pred) {
+                    break;
+                }
             }
         }
-        std::mem::forget(unwinding);
+        round.armed = false;
+        drop(round);
+        if acquired {
+            // The clauses not acquired may have built guards or nacks:
+            // they lost this round.
+            self.w.withdraw_all_but(None);
+            return Started::Acquired;
+        }
         // Block: number the leaves, then publish from the same start.
         let mut leaf = 0;
         let mut remote = false;
