@@ -553,3 +553,17 @@ impl Drop for Rounds<'_> {
         }
     }
 }
+#[cfg(test)]
+mod size_probe {
+    #[test]
+    fn sizes() {
+        eprintln!(
+            "WaitUntil {} Rounds {} Pred {} Entry {} OpState {}",
+            std::mem::size_of::<super::WaitUntil<'static>>(),
+            std::mem::size_of::<super::Rounds<'static>>(),
+            std::mem::size_of::<super::Pred>(),
+            std::mem::size_of::<super::Entry<'static>>(),
+            std::mem::size_of::<crate::op::state::OpState>()
+        );
+    }
+}
