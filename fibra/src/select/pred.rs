@@ -300,7 +300,33 @@ impl fmt::Debug for Pred {
 impl BitOr for Pred {
     type Output = Pred;
 
+    #[inline]
     fn bitor(self, rhs: Pred) -> Pred {
+        // Clauses, or `or`s of clauses, of one statement: one mask.
+        if let (
+            Repr::All { stmt: s, mask: l } | Repr::Any { stmt: s, mask: l },
+            Repr::All { stmt: t, mask: r } | Repr::Any { stmt: t, mask: r },
+        ) = (&self.repr, &rhs.repr)
+        {
+            let single_or_any =
+                |p: &Pred, m: u64| m.is_power_of_two() || matches!(p.repr, Repr::Any { .. });
+            if s == t && single_or_any(&self, *l) && single_or_any(&rhs, *r) {
+                return Pred {
+                    repr: Repr::Any {
+                        stmt: *s,
+                        mask: l | r,
+                    },
+                };
+            }
+        }
+        self.or_slow(rhs)
+    }
+}
+
+impl Pred {
+    /// `self | rhs` beyond the fast path of `bitor`.
+    #[inline(never)]
+    fn or_slow(self, rhs: Pred) -> Pred {
         match self.or_masks(&rhs) {
             Some(repr) => Pred { repr },
             None => self.join(rhs, |right| Instr::Or { right }),
@@ -311,7 +337,33 @@ impl BitOr for Pred {
 impl BitAnd for Pred {
     type Output = Pred;
 
+    #[inline]
     fn bitand(self, rhs: Pred) -> Pred {
+        // Clauses, or `and`s of clauses, of one statement: one mask.
+        if let (
+            Repr::All { stmt: s, mask: l } | Repr::Any { stmt: s, mask: l },
+            Repr::All { stmt: t, mask: r } | Repr::Any { stmt: t, mask: r },
+        ) = (&self.repr, &rhs.repr)
+        {
+            let single_or_all =
+                |p: &Pred, m: u64| m.is_power_of_two() || matches!(p.repr, Repr::All { .. });
+            if s == t && single_or_all(&self, *l) && single_or_all(&rhs, *r) {
+                return Pred {
+                    repr: Repr::All {
+                        stmt: *s,
+                        mask: l | r,
+                    },
+                };
+            }
+        }
+        self.and_slow(rhs)
+    }
+}
+
+impl Pred {
+    /// `self & rhs` beyond the fast path of `bitand`.
+    #[inline(never)]
+    fn and_slow(self, rhs: Pred) -> Pred {
         match self.and_masks(&rhs) {
             Some(repr) => Pred { repr },
             None => self.join(rhs, |right| Instr::And { right }),

@@ -250,18 +250,13 @@ impl<'a> WaitUntil<'a> {
 
     /// Whether the predicate holds now.
     fn holds(&self, pred: &Pred) -> bool {
-        let clauses = &self.clauses;
-        pred.holds(self.stmt, self.done, &|i| {
-            clauses.get(i).is_some_and(|c| c.done)
-        })
+        holds_now(pred, self.stmt, self.done, &self.clauses)
     }
 
     /// Clause `i` was acquired.
     fn set_done(&mut self, i: usize) {
         self.clauses[i].done = true;
-        if let Some(bit) = u32::try_from(i).ok().and_then(|i| 1u64.checked_shl(i)) {
-            self.done |= bit;
-        }
+        self.done |= bit_of(i);
     }
 
     /// The clauses still waiting.
@@ -288,14 +283,6 @@ impl<'a> WaitUntil<'a> {
     }
 }
 
-/// Whether clause `i` is in `mask`.
-fn is_in(mask: u64, i: usize) -> bool {
-    u32::try_from(i)
-        .ok()
-        .and_then(|i| mask.checked_shr(i))
-        .is_some_and(|m| m & 1 != 0)
-}
-
 /// Where the statement's rounds are.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
@@ -320,7 +307,7 @@ enum Started {
 /// nacks of the clauses built. The round's mutations of the statement go
 /// through it.
 struct WithdrawOnUnwind<'s, 'a> {
-    w: &'s mut WaitUntil<'a>,
+    clauses: &'s mut [Entry<'a>],
     armed: bool,
 }
 
@@ -329,11 +316,25 @@ impl Drop for WithdrawOnUnwind<'_, '_> {
         if !self.armed {
             return;
         }
-        for c in self.w.waiting() {
+        for c in self.clauses.iter().filter(|c| !c.done) {
             // SAFETY: we own the records.
             unsafe { c.cell.withdraw_unwound() };
         }
     }
+}
+
+/// The bit of clause `i` in a statement's `done` mask (none beyond 64).
+fn bit_of(i: usize) -> u64 {
+    u32::try_from(i)
+        .ok()
+        .and_then(|i| 1u64.checked_shl(i))
+        .unwrap_or(0)
+}
+
+/// Whether `pred` holds for statement `stmt` whose clauses are `clauses`
+/// (`done`: the mask of the first 64 done).
+fn holds_now(pred: &Pred, stmt: StmtId, done: u64, clauses: &[Entry<'_>]) -> bool {
+    pred.holds(stmt, done, &|i| clauses.get(i).is_some_and(|c| c.done))
 }
 
 /// The future of [`WaitUntil::run`]: rounds until the predicate holds.
@@ -358,22 +359,25 @@ impl Rounds<'_> {
     /// A new round: prepares every clause still waiting, tries them from a
     /// random one, and publishes them if none commits.
     fn start_round(&mut self, waker: &std::task::Waker) -> Started {
-        let len = self.w.clauses.len();
-        let waiting = self.w.waiting().count();
+        let (stmt, pred, must) = (self.w.stmt, &self.pred, self.must);
+        let WaitUntil { clauses, done, .. } = &mut self.w;
+        let clauses: &mut [Entry<'_>] = clauses;
+        let len = clauses.len();
+        let waiting = clauses.iter().filter(|c| !c.done).count();
         if waiting == 0 {
             return Started::Exhausted;
         }
         // A fair start: the `k`-th clause still waiting.
         let k = crate::op::rng::below(waiting);
-        let start = (0..len)
-            .filter(|&i| !self.w.clauses[i].done)
+        let start = (clauses.iter().enumerate())
+            .filter(|(_, c)| !c.done)
             .nth(k)
-            .unwrap_or(0);
+            .map_or(0, |(i, _)| i);
         let mut round = WithdrawOnUnwind {
-            w: &mut self.w,
+            clauses: &mut *clauses,
             armed: true,
         };
-        for c in round.w.waiting() {
+        for c in round.clauses.iter().filter(|c| !c.done) {
             // SAFETY: we own the records.
             unsafe { c.cell.prepare() };
         }
@@ -383,15 +387,16 @@ impl Rounds<'_> {
         // others wait for the next round's fair choice.
         let mut acquired = false;
         for i in (start..len).chain(0..start) {
-            let c = &round.w.clauses[i];
-            if c.done || (acquired && !is_in(self.must, i)) {
+            let c = &mut round.clauses[i];
+            if c.done || (acquired && must & bit_of(i) == 0) {
                 continue;
             }
             // SAFETY: we own the records.
             if unsafe { c.cell.try_now() } {
-                round.w.set_done(i);
+                c.done = true;
+                *done |= bit_of(i);
                 acquired = true;
-                if round.w.holds(&self.pred) {
+                if holds_now(pred, stmt, *done, round.clauses) {
                     break;
                 }
             }
@@ -401,13 +406,16 @@ impl Rounds<'_> {
         if acquired {
             // The clauses not acquired may have built guards or nacks:
             // they lost this round.
-            self.w.withdraw_all_but(None);
+            for c in clauses.iter().filter(|c| !c.done) {
+                // SAFETY: we own the records.
+                unsafe { c.cell.withdraw() };
+            }
             return Started::Acquired;
         }
         // Block: number the leaves, then publish from the same start.
         let mut leaf = 0;
         let mut remote = false;
-        for c in self.w.clauses.iter_mut().filter(|c| !c.done) {
+        for c in clauses.iter_mut().filter(|c| !c.done) {
             c.first_leaf = leaf;
             // SAFETY: we own the records.
             c.leaves = unsafe { c.cell.leaves() };
@@ -423,7 +431,7 @@ impl Rounds<'_> {
         }
         self.phase = Phase::Blocked;
         for i in (start..len).chain(0..start) {
-            let c = &self.w.clauses[i];
+            let c = &clauses[i];
             if c.done {
                 continue;
             }
@@ -551,19 +559,5 @@ impl Drop for Rounds<'_> {
                 unsafe { c.cell.abandon(leaf - c.first_leaf) };
             }
         }
-    }
-}
-#[cfg(test)]
-mod size_probe {
-    #[test]
-    fn sizes() {
-        eprintln!(
-            "WaitUntil {} Rounds {} Pred {} Entry {} OpState {}",
-            std::mem::size_of::<super::WaitUntil<'static>>(),
-            std::mem::size_of::<super::Rounds<'static>>(),
-            std::mem::size_of::<super::Pred>(),
-            std::mem::size_of::<super::Entry<'static>>(),
-            std::mem::size_of::<crate::op::state::OpState>()
-        );
     }
 }
