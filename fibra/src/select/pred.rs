@@ -391,6 +391,8 @@ mod tests {
     /// the same expression on booleans, for every combination of done
     /// clauses; each shown in its normal form.
     #[test]
+    // The boolean expressions mirror the predicates as written.
+    #[allow(clippy::nonminimal_bool)]
     fn predicates_evaluate_like_the_expressions_they_come_from() {
         let s = StmtId::new();
         let c = |i| Pred::clause(i, s);
