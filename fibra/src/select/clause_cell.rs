@@ -23,15 +23,26 @@
 //!   `GONE` drops the value it brought. So a result is dropped exactly once,
 //!   while the handle that could have taken it, or the statement, is
 //!   alive: never by whoever frees the block last.
-//! * A block's count is the number of its live references: one for the
-//!   statement (from the block's creation until the statement's drop) and
-//!   one per handle of a record in it. Whoever drops it to zero frees the
-//!   block; nothing in a block has drop glue of its own left to run then.
+//! * A block's count is the number of its live references: the
+//!   statement's share (at least one, from the block's creation until the
+//!   statement's drop) and one per handle of a record in it. A block starts
+//!   with a large share for the statement, which hands one reference to
+//!   each handle it makes without touching the count (it counts its share
+//!   itself), and gives up what is left of its share at once when it drops
+//!   (keeping one for each block it fills no more). Whoever drops the count
+//!   to zero frees the block; nothing in a block has drop glue of its own
+//!   left to run then.
 
 use crate::loom::{AtomicUsize, Ordering, UnsafeCell, fence};
 use crate::op::{BlockCx, Op};
 use smallvec::SmallVec;
-use std::alloc::{Layout, alloc, dealloc, handle_alloc_error};
+// Under loom, blocks are allocated through loom, which reports one never
+// freed at the end of a model's execution.
+#[cfg(loom)]
+use loom::alloc::{alloc, dealloc};
+use std::alloc::{Layout, handle_alloc_error};
+#[cfg(not(loom))]
+use std::alloc::{alloc, dealloc};
 use std::fmt;
 use std::mem::{ManuallyDrop, MaybeUninit};
 use std::pin::Pin;
@@ -261,18 +272,22 @@ struct Header {
 /// for a few clauses of the usual ops.
 const BLOCK_SIZE: usize = 512;
 
-/// Drops one reference to the block at `header`, freeing it if it was the
-/// last.
+/// The statement's share of a new block's references: more than the
+/// handles it can make (at most one per record, and a record takes bytes).
+const SHARE: usize = usize::MAX / 2;
+
+/// Gives up `n` references to the block at `header`, freeing it if they
+/// were the last.
 ///
 /// # Safety
 ///
-/// The caller owns one of the block's references and gives it up.
-unsafe fn release(header: NonNull<Header>) {
+/// The caller owns `n` of the block's references.
+unsafe fn release(header: NonNull<Header>, n: usize) {
     // SAFETY: the block lives while we hold a reference.
     let h = unsafe { header.as_ref() };
     // Release: our accesses to the block happen before whoever frees it;
     // that one's Acquire fence below pairs with every other Release here.
-    if h.refs.fetch_sub(1, Ordering::Release) != 1 {
+    if h.refs.fetch_sub(n, Ordering::Release) != n {
         return;
     }
     fence(Ordering::Acquire);
@@ -289,8 +304,11 @@ unsafe fn release(header: NonNull<Header>) {
 
 /// The statement's records, in one block (more only if they outgrow it).
 pub(super) struct Blocks {
-    /// Each holds the statement's reference; the last one is being filled.
+    /// The statement holds one reference to each block, and `share` to the
+    /// last one, which is being filled.
     blocks: SmallVec<[NonNull<Header>; 1]>,
+    /// The statement's references to the last block.
+    share: usize,
     /// Bytes used in the last block, its header included.
     used: usize,
 }
@@ -306,12 +324,13 @@ impl Blocks {
     pub(super) fn new() -> Self {
         Blocks {
             blocks: SmallVec::new(),
+            share: 0,
             used: 0,
         }
     }
 
     /// Room for a `T` in the last block, or in a new one: its address, and
-    /// the block (with a reference taken for the caller).
+    /// the block (with a reference handed to the caller).
     fn place<T>(&mut self) -> (NonNull<T>, NonNull<Header>) {
         let record = Layout::new::<T>();
         if let Some(&header) = self.blocks.last() {
@@ -320,13 +339,16 @@ impl Blocks {
             let at = self.used.next_multiple_of(record.align());
             if record.align() <= h.layout.align() && at + record.size() <= h.layout.size() {
                 self.used = at + record.size();
-                // Relaxed: a new reference made from one we hold (as
-                // `Arc::clone`).
-                h.refs.fetch_add(1, Ordering::Relaxed);
+                // One of our references becomes the caller's (`SHARE`
+                // outlasts every record the block can hold).
+                self.share -= 1;
                 // SAFETY: `at` is inside the block, aligned for `T`.
                 let ptr = unsafe { header.cast::<u8>().add(at) };
                 return (ptr.cast(), header);
             }
+            // Filled: keep one reference to it, give up the rest.
+            // SAFETY: we own `share` references; one stays ours.
+            unsafe { release(header, self.share - 1) };
         }
         let (layout, at) = Layout::new::<Header>()
             .extend(record)
@@ -339,15 +361,16 @@ impl Blocks {
             handle_alloc_error(layout)
         };
         let header = block.cast::<Header>();
-        // SAFETY: freshly allocated for a header and more. Two references:
-        // the statement's and the caller's.
+        // SAFETY: freshly allocated for a header and more. `SHARE`
+        // references, one of which is the caller's.
         unsafe {
             header.write(Header {
-                refs: AtomicUsize::new(2),
+                refs: AtomicUsize::new(SHARE),
                 layout,
             });
         }
         self.blocks.push(header);
+        self.share = SHARE - 1;
         self.used = at + record.size();
         // SAFETY: `at` is inside the block, aligned for `T`.
         (unsafe { block.add(at) }.cast(), header)
@@ -356,9 +379,11 @@ impl Blocks {
 
 impl Drop for Blocks {
     fn drop(&mut self) {
-        for &header in &self.blocks {
-            // SAFETY: the statement's reference, given up once.
-            unsafe { release(header) };
+        let last = self.blocks.len().saturating_sub(1);
+        for (i, &header) in self.blocks.iter().enumerate() {
+            let ours = if i == last { self.share } else { 1 };
+            // SAFETY: the statement's references, given up once.
+            unsafe { release(header, ours) };
         }
     }
 }
@@ -507,7 +532,7 @@ impl<T> Drop for Clause<T> {
     fn drop(&mut self) {
         self.slot().release();
         // SAFETY: our reference, given up once, after the slot's last use.
-        unsafe { release(self.block) };
+        unsafe { release(self.block, 1) };
     }
 }
 
