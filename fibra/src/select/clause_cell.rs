@@ -23,15 +23,10 @@
 //!   `GONE` drops the value it brought. So a result is dropped exactly once,
 //!   while the handle that could have taken it, or the statement, is
 //!   alive: never by whoever frees the block last.
-//! * A block's count is the number of its live references: the
-//!   statement's share (at least one, from the block's creation until the
-//!   statement's drop) and one per handle of a record in it. A block starts
-//!   with a large share for the statement, which hands one reference to
-//!   each handle it makes without touching the count (it counts its share
-//!   itself), and gives up what is left of its share at once when it drops
-//!   (keeping one for each block it fills no more). Whoever drops the count
-//!   to zero frees the block; nothing in a block has drop glue of its own
-//!   left to run then.
+//! * A block's count is the number of its live references: one for the
+//!   statement (from the block's creation until the statement's drop) and
+//!   one per handle of a record in it. Whoever drops it to zero frees the
+//!   block; nothing in a block has drop glue of its own left to run then.
 
 use crate::loom::{AtomicUsize, Ordering, UnsafeCell, fence};
 use crate::op::{BlockCx, Op};
@@ -40,9 +35,9 @@ use smallvec::SmallVec;
 // freed at the end of a model's execution.
 #[cfg(loom)]
 use loom::alloc::{alloc, dealloc};
-use std::alloc::{Layout, handle_alloc_error};
 #[cfg(not(loom))]
 use std::alloc::{alloc, dealloc};
+use std::alloc::{Layout, handle_alloc_error};
 use std::fmt;
 use std::mem::{ManuallyDrop, MaybeUninit};
 use std::pin::Pin;
@@ -272,22 +267,18 @@ struct Header {
 /// for a few clauses of the usual ops.
 const BLOCK_SIZE: usize = 512;
 
-/// The statement's share of a new block's references: more than the
-/// handles it can make (at most one per record, and a record takes bytes).
-const SHARE: usize = usize::MAX / 2;
-
-/// Gives up `n` references to the block at `header`, freeing it if they
-/// were the last.
+/// Drops one reference to the block at `header`, freeing it if it was the
+/// last.
 ///
 /// # Safety
 ///
-/// The caller owns `n` of the block's references.
-unsafe fn release(header: NonNull<Header>, n: usize) {
+/// The caller owns one of the block's references and gives it up.
+unsafe fn release(header: NonNull<Header>) {
     // SAFETY: the block lives while we hold a reference.
     let h = unsafe { header.as_ref() };
     // Release: our accesses to the block happen before whoever frees it;
     // that one's Acquire fence below pairs with every other Release here.
-    if h.refs.fetch_sub(n, Ordering::Release) != n {
+    if h.refs.fetch_sub(1, Ordering::Release) != 1 {
         return;
     }
     fence(Ordering::Acquire);
@@ -304,11 +295,8 @@ unsafe fn release(header: NonNull<Header>, n: usize) {
 
 /// The statement's records, in one block (more only if they outgrow it).
 pub(super) struct Blocks {
-    /// The statement holds one reference to each block, and `share` to the
-    /// last one, which is being filled.
+    /// Each holds the statement's reference; the last one is being filled.
     blocks: SmallVec<[NonNull<Header>; 1]>,
-    /// The statement's references to the last block.
-    share: usize,
     /// Bytes used in the last block, its header included.
     used: usize,
 }
@@ -324,13 +312,12 @@ impl Blocks {
     pub(super) fn new() -> Self {
         Blocks {
             blocks: SmallVec::new(),
-            share: 0,
             used: 0,
         }
     }
 
     /// Room for a `T` in the last block, or in a new one: its address, and
-    /// the block (with a reference handed to the caller).
+    /// the block (with a reference taken for the caller).
     fn place<T>(&mut self) -> (NonNull<T>, NonNull<Header>) {
         let record = Layout::new::<T>();
         if let Some(&header) = self.blocks.last() {
@@ -339,16 +326,13 @@ impl Blocks {
             let at = self.used.next_multiple_of(record.align());
             if record.align() <= h.layout.align() && at + record.size() <= h.layout.size() {
                 self.used = at + record.size();
-                // One of our references becomes the caller's (`SHARE`
-                // outlasts every record the block can hold).
-                self.share -= 1;
+                // Relaxed: a new reference made from one we hold (as
+                // `Arc::clone`).
+                h.refs.fetch_add(1, Ordering::Relaxed);
                 // SAFETY: `at` is inside the block, aligned for `T`.
                 let ptr = unsafe { header.cast::<u8>().add(at) };
                 return (ptr.cast(), header);
             }
-            // Filled: keep one reference to it, give up the rest.
-            // SAFETY: we own `share` references; one stays ours.
-            unsafe { release(header, self.share - 1) };
         }
         let (layout, at) = Layout::new::<Header>()
             .extend(record)
@@ -361,16 +345,15 @@ impl Blocks {
             handle_alloc_error(layout)
         };
         let header = block.cast::<Header>();
-        // SAFETY: freshly allocated for a header and more. `SHARE`
-        // references, one of which is the caller's.
+        // SAFETY: freshly allocated for a header and more. Two references:
+        // the statement's and the caller's.
         unsafe {
             header.write(Header {
-                refs: AtomicUsize::new(SHARE),
+                refs: AtomicUsize::new(2),
                 layout,
             });
         }
         self.blocks.push(header);
-        self.share = SHARE - 1;
         self.used = at + record.size();
         // SAFETY: `at` is inside the block, aligned for `T`.
         (unsafe { block.add(at) }.cast(), header)
@@ -379,11 +362,9 @@ impl Blocks {
 
 impl Drop for Blocks {
     fn drop(&mut self) {
-        let last = self.blocks.len().saturating_sub(1);
-        for (i, &header) in self.blocks.iter().enumerate() {
-            let ours = if i == last { self.share } else { 1 };
-            // SAFETY: the statement's references, given up once.
-            unsafe { release(header, ours) };
+        for &header in &self.blocks {
+            // SAFETY: the statement's reference, given up once.
+            unsafe { release(header) };
         }
     }
 }
@@ -532,7 +513,7 @@ impl<T> Drop for Clause<T> {
     fn drop(&mut self) {
         self.slot().release();
         // SAFETY: our reference, given up once, after the slot's last use.
-        unsafe { release(self.block, 1) };
+        unsafe { release(self.block) };
     }
 }
 
