@@ -410,14 +410,13 @@ crate::op::op_into_future! {
 mod loom_models {
     use super::IVar;
     use crate::loom::{Arc, model, thread};
-    use crate::{Op, always, choose_biased};
+    use crate::{Op, choose_biased, never};
 
     #[test]
     fn loom_sync_ivar_put_wakes_every_blocked_get() {
-        // Two gets, one alone and one in a choice that may lose to an
-        // always-ready branch the model never takes (it is disabled), race
-        // the put: each sees the value once, whether it blocked first or
-        // found the variable full.
+        // Two gets, one alone and one in a choice with a branch that never
+        // commits, race the put: each sees the value once, whether it
+        // blocked first or found the variable full.
         model(|| {
             let v = Arc::new(IVar::new());
             let t = {
@@ -427,7 +426,7 @@ mod loom_models {
             let u = {
                 let v = v.clone();
                 thread::spawn(move || {
-                    choose_biased((v.get_op(), crate::select::when(false, always(0)))).perform()
+                    choose_biased((v.get_op(), never())).perform()
                 })
             };
             v.put(5).unwrap();
