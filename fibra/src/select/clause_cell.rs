@@ -35,9 +35,9 @@ use smallvec::SmallVec;
 // freed at the end of a model's execution.
 #[cfg(loom)]
 use loom::alloc::{alloc, dealloc};
+use std::alloc::{Layout, handle_alloc_error};
 #[cfg(not(loom))]
 use std::alloc::{alloc, dealloc};
-use std::alloc::{Layout, handle_alloc_error};
 use std::fmt;
 use std::mem::{ManuallyDrop, MaybeUninit};
 use std::pin::Pin;

@@ -425,9 +425,7 @@ mod loom_models {
             };
             let u = {
                 let v = v.clone();
-                thread::spawn(move || {
-                    choose_biased((v.get_op(), never())).perform()
-                })
+                thread::spawn(move || choose_biased((v.get_op(), never())).perform())
             };
             v.put(5).unwrap();
             assert_eq!(t.join().unwrap(), 5);
