@@ -31,17 +31,18 @@
 use crate::loom::{AtomicUsize, Ordering, UnsafeCell, fence};
 use crate::op::{BlockCx, Op};
 use smallvec::SmallVec;
-// Under loom, blocks are allocated through loom, which reports one never
-// freed at the end of a model's execution.
-#[cfg(loom)]
-use loom::alloc::{alloc, dealloc};
 use std::alloc::{Layout, handle_alloc_error};
-#[cfg(not(loom))]
-use std::alloc::{alloc, dealloc};
 use std::fmt;
 use std::mem::{ManuallyDrop, MaybeUninit};
 use std::pin::Pin;
 use std::ptr::NonNull;
+
+// Under loom, blocks are allocated through loom, which reports one never
+// freed at the end of a model's execution.
+#[cfg(loom)]
+use loom::alloc::{alloc, dealloc};
+#[cfg(not(loom))]
+use std::alloc::{alloc, dealloc};
 
 use super::pred::{Pred, StmtId};
 
