@@ -102,6 +102,10 @@ impl<T> IVar<T> {
         // after it is released. Usually nobody or one get waits: one waker
         // is kept in a local (no allocation), more go to a `Vec`.
         let mut waiters = self.waiters.lock();
+        // Usually nobody waits (an actor's exit that no one watches).
+        if waiters.is_empty() {
+            return Ok(());
+        }
         let Some(first) = waiters.pop_front() else {
             return Ok(());
         };
