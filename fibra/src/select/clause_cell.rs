@@ -1,18 +1,20 @@
 //! A [`WaitUntil`](super::WaitUntil) clause's record: its op and the slot
-//! its result goes to, in one allocation shared by the statement (which
-//! performs the op) and the [`Clause`] handle (which takes the result).
+//! its result goes to, shared by the statement (which performs the op) and
+//! the [`Clause`] handle (which takes the result). A statement's records
+//! share one allocation, a block (more only if they outgrow it), counted
+//! by references: the statement's and one per handle.
 //!
 //! # Invariants
 //!
 //! * The op is touched only by the statement that owns the record, one
 //!   thread at a time (the statement is `&mut` or pinned in its `run`
 //!   future); the handle never touches it. The op lives at one address
-//!   (inside the allocation) from `add` until the statement drops it, so a
+//!   (inside the block) from `add` until the statement drops it, so a
 //!   record it published may point into it.
 //! * The statement drops the op itself ([`ClauseCell::drop_op`]): freeing
-//!   the allocation never does, so a handle that outlives the statement
-//!   (and the lifetime the op borrows for) frees only bytes, and a
-//!   statement that is leaked leaks its ops.
+//!   the block never does, so a handle that outlives the statement (and
+//!   the lifetime the op borrows for) frees only bytes, and a statement
+//!   that is leaked leaks its ops.
 //! * The slot's `state` goes `EMPTY -> FULL -> TAKEN` (the statement puts
 //!   the result once, a handle takes it once), or to `GONE` from any state
 //!   when the handle is dropped. Whoever moves the state away from a slot
@@ -20,14 +22,27 @@
 //!   the handle's drop (`FULL -> GONE`) drops it, and a `put` that finds
 //!   `GONE` drops the value it brought. So a result is dropped exactly once,
 //!   while the handle that could have taken it, or the statement, is
-//!   alive: never by whoever frees the allocation last.
+//!   alive: never by whoever frees the block last.
+//! * A block's count is the number of its live references: one for the
+//!   statement (from the block's creation until the statement's drop) and
+//!   one per handle of a record in it. Whoever drops it to zero frees the
+//!   block; nothing in a block has drop glue of its own left to run then.
 
-use crate::loom::{AtomicUsize, Ordering, UnsafeCell};
+use crate::loom::{AtomicUsize, Ordering, UnsafeCell, fence};
 use crate::op::{BlockCx, Op};
+use smallvec::SmallVec;
+use std::alloc::{Layout, handle_alloc_error};
 use std::fmt;
 use std::mem::{ManuallyDrop, MaybeUninit};
 use std::pin::Pin;
-use std::sync::Arc;
+use std::ptr::NonNull;
+
+// Under loom, blocks are allocated through loom, which reports one never
+// freed at the end of a model's execution.
+#[cfg(loom)]
+use loom::alloc::{alloc, dealloc};
+#[cfg(not(loom))]
+use std::alloc::{alloc, dealloc};
 
 use super::pred::{Pred, StmtId};
 
@@ -241,45 +256,171 @@ where
     }
 }
 
-/// The handle's view of a record: the slot.
-trait SlotOf<T>: Send + Sync {
-    fn slot(&self) -> &Slot<T>;
+/// A block's header, at its start; records follow.
+struct Header {
+    /// Live references (module invariants).
+    refs: AtomicUsize,
+    /// The block's layout, to free it.
+    layout: Layout,
 }
 
-impl<O: Op + Send> SlotOf<O::Output> for Record<O>
-where
-    O::Output: Send,
-{
-    fn slot(&self) -> &Slot<O::Output> {
-        &self.slot
+/// The size of a block, header included, unless a record needs more: room
+/// for a few clauses of the usual ops.
+const BLOCK_SIZE: usize = 512;
+
+/// Drops one reference to the block at `header`, freeing it if it was the
+/// last.
+///
+/// # Safety
+///
+/// The caller owns one of the block's references and gives it up.
+unsafe fn release(header: NonNull<Header>) {
+    // SAFETY: the block lives while we hold a reference.
+    let h = unsafe { header.as_ref() };
+    // Release: our accesses to the block happen before whoever frees it;
+    // that one's Acquire fence below pairs with every other Release here.
+    if h.refs.fetch_sub(1, Ordering::Release) != 1 {
+        return;
+    }
+    fence(Ordering::Acquire);
+    let layout = h.layout;
+    // SAFETY: the last reference: nobody else reaches the block. The
+    // header is dropped in place (its count has no glue outside loom),
+    // the records have none left to run (module invariants), and the
+    // block was allocated with `layout`.
+    unsafe {
+        header.as_ptr().drop_in_place();
+        dealloc(header.as_ptr().cast(), layout);
     }
 }
 
-/// A new record for `op`: the statement's view, and the handle.
+/// The statement's records, in one block (more only if they outgrow it).
+pub(super) struct Blocks {
+    /// Each holds the statement's reference; the last one is being filled.
+    blocks: SmallVec<[NonNull<Header>; 1]>,
+    /// Bytes used in the last block, its header included.
+    used: usize,
+}
+
+// SAFETY: the blocks are only reached through the records, whose own
+// `Send`/`Sync` the statement's entries carry; the references counted are
+// atomic.
+unsafe impl Send for Blocks {}
+// SAFETY: as above (`&Blocks` gives no access at all).
+unsafe impl Sync for Blocks {}
+
+impl Blocks {
+    pub(super) fn new() -> Self {
+        Blocks {
+            blocks: SmallVec::new(),
+            used: 0,
+        }
+    }
+
+    /// Room for a `T` in the last block, or in a new one: its address, and
+    /// the block (with a reference taken for the caller).
+    fn place<T>(&mut self) -> (NonNull<T>, NonNull<Header>) {
+        let record = Layout::new::<T>();
+        if let Some(&header) = self.blocks.last() {
+            // SAFETY: the statement's reference keeps the block alive.
+            let h = unsafe { header.as_ref() };
+            let at = self.used.next_multiple_of(record.align());
+            if record.align() <= h.layout.align() && at + record.size() <= h.layout.size() {
+                self.used = at + record.size();
+                // Relaxed: a new reference made from one we hold (as
+                // `Arc::clone`).
+                h.refs.fetch_add(1, Ordering::Relaxed);
+                // SAFETY: `at` is inside the block, aligned for `T`.
+                let ptr = unsafe { header.cast::<u8>().add(at) };
+                return (ptr.cast(), header);
+            }
+        }
+        let (layout, at) = Layout::new::<Header>()
+            .extend(record)
+            .expect("a clause record's size overflows");
+        let layout = Layout::from_size_align(layout.size().max(BLOCK_SIZE), layout.align())
+            .expect("a clause record's size overflows")
+            .pad_to_align();
+        // SAFETY: the layout is not zero-sized (it holds a header).
+        let Some(block) = NonNull::new(unsafe { alloc(layout) }) else {
+            handle_alloc_error(layout)
+        };
+        let header = block.cast::<Header>();
+        // SAFETY: freshly allocated for a header and more. Two references:
+        // the statement's and the caller's.
+        unsafe {
+            header.write(Header {
+                refs: AtomicUsize::new(2),
+                layout,
+            });
+        }
+        self.blocks.push(header);
+        self.used = at + record.size();
+        // SAFETY: `at` is inside the block, aligned for `T`.
+        (unsafe { block.add(at) }.cast(), header)
+    }
+}
+
+impl Drop for Blocks {
+    fn drop(&mut self) {
+        for &header in &self.blocks {
+            // SAFETY: the statement's reference, given up once.
+            unsafe { release(header) };
+        }
+    }
+}
+
+/// A record, as the statement sees it: the op, type-erased, in a block the
+/// statement holds a reference to.
+pub(super) struct CellRef<'a>(NonNull<dyn ClauseCell + 'a>);
+
+// SAFETY: a `ClauseCell` is `Send + Sync`, and the statement's reference
+// keeps it alive wherever the statement goes.
+unsafe impl Send for CellRef<'_> {}
+// SAFETY: as above.
+unsafe impl Sync for CellRef<'_> {}
+
+impl<'a> std::ops::Deref for CellRef<'a> {
+    type Target = dyn ClauseCell + 'a;
+
+    fn deref(&self) -> &Self::Target {
+        // SAFETY: the record lives in a block the statement (our owner,
+        // with its `Blocks`) holds a reference to.
+        unsafe { self.0.as_ref() }
+    }
+}
+
+/// A new record for `op` in `blocks`: the statement's view, and the handle.
 pub(super) fn record<'a, O>(
+    blocks: &mut Blocks,
     op: O,
     index: usize,
     stmt: StmtId,
-) -> (Arc<dyn ClauseCell + 'a>, Clause<O::Output>)
+) -> (CellRef<'a>, Clause<O::Output>)
 where
     O: Op + Send + 'a,
     O::Output: Send + 'a,
 {
-    let record = Arc::new(Record {
-        slot: Slot::new(),
-        op: UnsafeCell::new(ManuallyDrop::new(op)),
-    });
-    let slot: Arc<dyn SlotOf<O::Output> + 'a> = record.clone();
-    // SAFETY: only the bound on the trait object's lifetime changes. What
-    // the handle reaches through it never borrows for `'a`: the slot holds
-    // an `O::Output`, which the handle's type names itself, and freeing the
-    // allocation (the last `Arc` may be the handle's, after `'a`) drops
-    // neither the op (`ManuallyDrop`, dropped by the statement) nor a
-    // result (`Slot` has no drop glue for its value; module docs).
-    let slot: Arc<dyn SlotOf<O::Output>> = unsafe {
-        std::mem::transmute::<Arc<dyn SlotOf<O::Output> + 'a>, Arc<dyn SlotOf<O::Output>>>(slot)
-    };
-    (record, Clause { index, stmt, slot })
+    let (ptr, block) = blocks.place::<Record<O>>();
+    // SAFETY: room for the record, ours alone.
+    unsafe {
+        ptr.write(Record {
+            slot: Slot::new(),
+            op: UnsafeCell::new(ManuallyDrop::new(op)),
+        });
+    }
+    // SAFETY: a field of the record just written.
+    let slot = unsafe { NonNull::new_unchecked(std::ptr::addr_of_mut!((*ptr.as_ptr()).slot)) };
+    let cell: NonNull<dyn ClauseCell + 'a> = ptr;
+    (
+        CellRef(cell),
+        Clause {
+            index,
+            stmt,
+            slot,
+            block,
+        },
+    )
 }
 
 /// A clause of a [`WaitUntil`](super::WaitUntil): names it in predicates
@@ -299,10 +440,25 @@ pub struct Clause<T> {
     index: usize,
     /// The statement's identity.
     stmt: StmtId,
-    slot: Arc<dyn SlotOf<T>>,
+    /// The record's slot, in `block`...
+    slot: NonNull<Slot<T>>,
+    /// ...which this handle holds a reference to.
+    block: NonNull<Header>,
 }
 
+// SAFETY: the slot's value moves to whichever thread takes it (`T: Send`);
+// every access to it is ordered by its atomic state, so handles may be
+// shared; the block's count is atomic.
+unsafe impl<T: Send> Send for Clause<T> {}
+// SAFETY: as above.
+unsafe impl<T: Send> Sync for Clause<T> {}
+
 impl<T> Clause<T> {
+    fn slot(&self) -> &Slot<T> {
+        // SAFETY: our reference keeps the block, and the slot in it, alive.
+        unsafe { self.slot.as_ref() }
+    }
+
     /// The predicate "this clause was acquired".
     ///
     /// ```
@@ -334,7 +490,7 @@ impl<T> Clause<T> {
     /// assert_eq!(c.take(), None); // taken already
     /// ```
     pub fn take(&self) -> Option<T> {
-        self.slot.slot().take()
+        self.slot().take()
     }
 
     /// Whether the clause was acquired (and its result not taken yet).
@@ -350,13 +506,15 @@ impl<T> Clause<T> {
     /// assert!(!ca.is_done() && cb.is_done());
     /// ```
     pub fn is_done(&self) -> bool {
-        self.slot.slot().is_full()
+        self.slot().is_full()
     }
 }
 
 impl<T> Drop for Clause<T> {
     fn drop(&mut self) {
-        self.slot.slot().release();
+        self.slot().release();
+        // SAFETY: our reference, given up once, after the slot's last use.
+        unsafe { release(self.block) };
     }
 }
 

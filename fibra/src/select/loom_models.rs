@@ -98,3 +98,38 @@ fn loom_clause_result_taken_once_by_racing_takes() {
         assert!(mine.is_none() || theirs.is_none());
     });
 }
+
+#[test]
+fn loom_clause_records_block_freed_once_by_the_last_owner() {
+    // A statement's two clauses share one block; the statement runs and is
+    // dropped on one thread while the handles are dropped on two others
+    // (one after trying to take its result): the results are dropped once
+    // each, and the block is freed exactly once, by whoever goes last
+    // (loom reports a block never freed).
+    use crate::always;
+    use crate::loom::{AtomicUsize, Ordering};
+    struct Counted(Arc<AtomicUsize>);
+    impl Drop for Counted {
+        fn drop(&mut self) {
+            // Relaxed: read after the joins.
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    model(|| {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let mut w = WaitUntil::new();
+        let counted = |w: &mut WaitUntil<'static>| {
+            let drops = drops.clone();
+            w.add(always(()).wrap(move |()| Counted(drops)))
+        };
+        let (a, b) = (counted(&mut w), counted(&mut w));
+        let pred = a.done() & b.done();
+        let t = thread::spawn(move || assert!(w.run_blocking(pred)));
+        let tb = thread::spawn(move || drop(b));
+        drop(a.take());
+        drop(a);
+        t.join().unwrap();
+        tb.join().unwrap();
+        assert_eq!(drops.load(Ordering::Relaxed), 2);
+    });
+}

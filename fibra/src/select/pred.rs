@@ -1,13 +1,25 @@
 //! The predicate of a [`WaitUntil`](super::WaitUntil): clauses joined by
-//! `and` and `or`, kept as a postfix program inline in the `Pred` (no
-//! allocation for up to five clauses; a longer one moves to the heap).
+//! `and` and `or`.
 //!
-//! A program is a sequence of instructions: a clause pushes whether it is
-//! done; `And`/`Or` combine the two operands before it. Each operator
-//! records the length of its right operand, so the program is evaluated
-//! from its last instruction down, with short-circuiting, and without a
-//! stack: the right operand's root is the instruction just before the
-//! operator, the left operand's root is just before the right operand.
+//! A predicate is kept in the form it is evaluated in, built as `&` and `|`
+//! combine clauses, so a statement never compiles it and nothing big is
+//! moved with it:
+//!
+//! * `and` only (a single clause too): one mask, every clause of which must
+//!   be done;
+//! * `or` only: one mask, some clause of which must be done;
+//! * both: sets of clauses (a disjunctive normal form, a mask per set, up to
+//!   four inline), all the clauses of one set must be done.
+//!
+//! These forms name clauses of one statement with a bit each (the first
+//! 64). A predicate naming clauses of several statements, a clause beyond
+//! the 64th, or with more than [`MAX_TERMS`] sets is kept as a postfix
+//! program on the heap instead: a clause pushes whether it is done;
+//! `And`/`Or` combine the two operands before it. Each operator records the
+//! length of its right operand, so the program is evaluated from its last
+//! instruction down, with short-circuiting, and without a stack: the right
+//! operand's root is the instruction just before the operator, the left
+//! operand's root is just before the right operand.
 
 use smallvec::SmallVec;
 use std::fmt;
@@ -40,38 +52,24 @@ enum Instr {
 /// Sets of clauses, as bit masks (clause `i` is bit `i`).
 type Terms = SmallVec<[u64; 4]>;
 
-/// The most sets of clauses a compiled predicate keeps (`a & b` over `m`
-/// and `n` sets makes `m * n`): beyond, it stays a program.
+/// The most sets of clauses a predicate keeps (`a & b` over `m` and `n`
+/// sets makes `m * n`): beyond, it becomes a program.
 const MAX_TERMS: usize = 16;
 
-/// A predicate compiled for one statement by [`Pred::compile`].
-pub(super) enum Compiled {
-    /// `and` only: holds when every clause of the mask is done.
-    All(u64),
-    /// `or` only: holds when some clause of the mask is done.
-    Any(u64),
-    /// Holds when every clause of one of the sets is done (a disjunctive
-    /// normal form): a few instructions per set.
-    Terms(Terms),
-    /// The program, for predicates with more sets or clauses beyond 64.
-    Prog(Pred),
+/// A predicate's form (module docs).
+#[derive(Clone)]
+enum Repr {
+    /// Clauses of `stmt`: holds when every clause of the mask is done.
+    All { stmt: StmtId, mask: u64 },
+    /// Clauses of `stmt`: holds when some clause of the mask is done.
+    Any { stmt: StmtId, mask: u64 },
+    /// Clauses of `stmt`: holds when every clause of one of the sets is
+    /// done. At least two sets, at most [`MAX_TERMS`].
+    Sets { stmt: StmtId, sets: Terms },
+    /// The program: never empty, a clause or two operands and their
+    /// operator.
+    Prog(Vec<Instr>),
 }
-
-impl Compiled {
-    /// Whether the predicate holds, `done` being the mask of the first 64
-    /// clauses done and `done_at(i)` whether clause `i` is.
-    pub(super) fn holds(&self, stmt: StmtId, done: u64, done_at: &impl Fn(usize) -> bool) -> bool {
-        match self {
-            Compiled::All(mask) => mask & !done == 0,
-            Compiled::Any(mask) => mask & done != 0,
-            Compiled::Terms(terms) => terms.iter().any(|&t| t & !done == 0),
-            Compiled::Prog(pred) => pred.holds(stmt, done_at),
-        }
-    }
-}
-
-/// Instructions kept inline: `2n - 1` for `n` clauses, so five clauses.
-const INLINE: usize = 9;
 
 /// A predicate over the clauses of a [`WaitUntil`](super::WaitUntil):
 /// combine [`Clause::done`](super::Clause::done)s with `|` (or) and `&`
@@ -90,148 +88,286 @@ const INLINE: usize = 9;
 /// ```
 #[derive(Clone)]
 pub struct Pred {
-    /// Never empty: a clause, or two operands and their operator.
-    prog: SmallVec<[Instr; INLINE]>,
+    repr: Repr,
+}
+
+/// The bit of clause `index`, if it has one.
+fn bit(index: usize) -> Option<u64> {
+    1u64.checked_shl(u32::try_from(index).ok()?)
+}
+
+/// The clauses of `mask`, in order.
+fn bits(mut mask: u64) -> impl Iterator<Item = usize> {
+    std::iter::from_fn(move || {
+        (mask != 0).then(|| {
+            let i = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            i
+        })
+    })
 }
 
 impl Pred {
     /// The predicate "clause `index` of statement `stmt` is done".
     pub(super) fn clause(index: usize, stmt: StmtId) -> Self {
-        let mut prog = SmallVec::new();
-        prog.push(Instr::Clause { index, stmt });
-        Pred { prog }
+        let repr = match bit(index) {
+            Some(mask) => Repr::All { stmt, mask },
+            None => Repr::Prog(vec![Instr::Clause { index, stmt }]),
+        };
+        Pred { repr }
     }
 
-    /// Whether the predicate holds for statement `stmt`, its clause `i`
-    /// being done when `done(i)`; a clause of another statement never is.
-    pub(super) fn holds(&self, stmt: StmtId, done: &impl Fn(usize) -> bool) -> bool {
-        self.holds_at(self.prog.len() - 1, stmt, done)
-    }
-
-    /// The predicate whose root is instruction `at`.
-    fn holds_at(&self, at: usize, stmt: StmtId, done: &impl Fn(usize) -> bool) -> bool {
-        match self.prog[at] {
-            Instr::Clause { index, stmt: s } => s == stmt && done(index),
-            Instr::And { right } => {
-                self.holds_at(at - 1, stmt, done) && self.holds_at(at - 1 - right, stmt, done)
-            }
-            Instr::Or { right } => {
-                self.holds_at(at - 1, stmt, done) || self.holds_at(at - 1 - right, stmt, done)
-            }
+    /// Whether the predicate holds for statement `stmt`, `done` being the
+    /// mask of its first 64 clauses done and `done_at(i)` whether its
+    /// clause `i` is; a clause of another statement never is.
+    #[inline]
+    pub(super) fn holds(&self, stmt: StmtId, done: u64, done_at: &impl Fn(usize) -> bool) -> bool {
+        match &self.repr {
+            Repr::All { stmt: s, mask } => *s == stmt && mask & !done == 0,
+            Repr::Any { stmt: s, mask } => *s == stmt && mask & done != 0,
+            Repr::Sets { stmt: s, sets } => *s == stmt && sets.iter().any(|&t| t & !done == 0),
+            Repr::Prog(prog) => holds_at(prog, prog.len() - 1, stmt, done_at),
         }
     }
 
-    /// The predicate compiled for statement `stmt` with `clauses` clauses.
-    pub(super) fn compile(self, stmt: StmtId, clauses: usize) -> Compiled {
-        // `and` only or `or` only, over clauses with a bit: one mask.
-        let (mut mask, mut ands, mut ors, mut absent) = (0u64, false, false, false);
-        for instr in &self.prog {
-            match *instr {
-                Instr::Clause { index, stmt: s } if s == stmt && index < clauses => {
-                    match u32::try_from(index).ok().and_then(|i| 1u64.checked_shl(i)) {
-                        Some(bit) => mask |= bit,
-                        None => return self.compile_terms(stmt, clauses),
-                    }
-                }
-                Instr::Clause { .. } => absent = true,
-                Instr::And { .. } => ands = true,
-                Instr::Or { .. } => ors = true,
-            }
-        }
-        match (ands, ors) {
-            // A clause that is never done makes an `and` never hold...
-            (_, false) if absent => Compiled::Any(0),
-            (_, false) => Compiled::All(mask),
-            // ...and drops out of an `or`.
-            (false, true) => Compiled::Any(mask),
-            (true, true) => self.compile_terms(stmt, clauses),
+    /// The clauses of statement `stmt` (of the first 64) that every way
+    /// for the predicate to hold needs.
+    pub(super) fn must(&self, stmt: StmtId) -> u64 {
+        match &self.repr {
+            Repr::All { stmt: s, mask } if *s == stmt => *mask,
+            Repr::Any { stmt: s, mask } if *s == stmt && mask.count_ones() == 1 => *mask,
+            Repr::Sets { stmt: s, sets } if *s == stmt => sets.iter().fold(u64::MAX, |m, t| m & t),
+            _ => 0,
         }
     }
 
-    /// `compile` for a predicate with both `and` and `or`.
-    fn compile_terms(self, stmt: StmtId, clauses: usize) -> Compiled {
-        match self.terms(self.prog.len() - 1, stmt, clauses) {
-            Some(terms) => Compiled::Terms(terms),
-            None => Compiled::Prog(self),
+    /// The statement and sets of clauses of a predicate in a mask form.
+    fn sets(&self) -> Option<(StmtId, Terms)> {
+        match &self.repr {
+            Repr::All { stmt, mask } => Some((*stmt, SmallVec::from_elem(*mask, 1))),
+            Repr::Any { stmt, mask } => Some((*stmt, bits(*mask).map(|i| 1u64 << i).collect())),
+            Repr::Sets { stmt, sets } => Some((*stmt, sets.clone())),
+            Repr::Prog(_) => None,
         }
     }
 
-    /// The sets of clauses (bit masks) any of which makes the predicate
-    /// rooted at `at` hold, if each clause it names has a bit and there are
-    /// at most [`MAX_TERMS`] sets. Sets naming another statement's clause,
-    /// or a clause beyond this statement's, never hold: they are left out.
-    fn terms(&self, at: usize, stmt: StmtId, clauses: usize) -> Option<Terms> {
-        match self.prog[at] {
-            Instr::Clause { index, stmt: s } => {
-                let mut terms = Terms::new();
-                if s == stmt && index < clauses {
-                    terms.push(1u64.checked_shl(u32::try_from(index).ok()?)?);
-                }
-                Some(terms)
+    /// `self | rhs` in a mask form, if there is one.
+    fn or_masks(&self, rhs: &Pred) -> Option<Repr> {
+        use Repr::{All, Any};
+        let single = |m: u64| m.count_ones() == 1;
+        match (&self.repr, &rhs.repr) {
+            (
+                All { stmt: s, mask: l } | Any { stmt: s, mask: l },
+                All { stmt: t, mask: r } | Any { stmt: t, mask: r },
+            ) if s == t
+                && (single(*l) || matches!(self.repr, Any { .. }))
+                && (single(*r) || matches!(rhs.repr, Any { .. })) =>
+            {
+                Some(Any {
+                    stmt: *s,
+                    mask: l | r,
+                })
             }
-            Instr::Or { right } => {
-                let mut terms = self.terms(at - 1 - right, stmt, clauses)?;
-                terms.extend(self.terms(at - 1, stmt, clauses)?);
-                (terms.len() <= MAX_TERMS).then_some(terms)
-            }
-            Instr::And { right } => {
-                let lhs = self.terms(at - 1 - right, stmt, clauses)?;
-                let rhs = self.terms(at - 1, stmt, clauses)?;
-                if lhs.len() * rhs.len() > MAX_TERMS {
+            _ => {
+                let ((s, mut sets), (t, more)) = (self.sets()?, rhs.sets()?);
+                if s != t || sets.len() + more.len() > MAX_TERMS {
                     return None;
                 }
-                Some(
-                    lhs.iter()
-                        .flat_map(|l| rhs.iter().map(move |r| l | r))
-                        .collect(),
-                )
+                sets.extend(more);
+                Some(Repr::Sets { stmt: s, sets })
             }
         }
     }
 
-    /// `self op rhs`.
-    fn join(mut self, rhs: Pred, op: Instr) -> Pred {
-        self.prog.extend_from_slice(&rhs.prog);
-        self.prog.push(op);
-        self
+    /// `self & rhs` in a mask form, if there is one.
+    fn and_masks(&self, rhs: &Pred) -> Option<Repr> {
+        use Repr::{All, Any};
+        let single = |m: u64| m.count_ones() == 1;
+        match (&self.repr, &rhs.repr) {
+            (
+                All { stmt: s, mask: l } | Any { stmt: s, mask: l },
+                All { stmt: t, mask: r } | Any { stmt: t, mask: r },
+            ) if s == t
+                && (single(*l) || matches!(self.repr, All { .. }))
+                && (single(*r) || matches!(rhs.repr, All { .. })) =>
+            {
+                Some(All {
+                    stmt: *s,
+                    mask: l | r,
+                })
+            }
+            _ => {
+                let ((s, lhs), (t, rhs)) = (self.sets()?, rhs.sets()?);
+                if s != t || lhs.len() * rhs.len() > MAX_TERMS {
+                    return None;
+                }
+                let sets: Terms = lhs
+                    .iter()
+                    .flat_map(|l| rhs.iter().map(move |r| l | r))
+                    .collect();
+                Some(match sets.len() {
+                    1 => All {
+                        stmt: s,
+                        mask: sets[0],
+                    },
+                    _ => Repr::Sets { stmt: s, sets },
+                })
+            }
+        }
     }
 
-    /// Writes the predicate whose root is instruction `at`.
-    fn fmt_at(&self, at: usize, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (right, op) = match self.prog[at] {
-            Instr::Clause { index, .. } => return write!(f, "#{index}"),
-            Instr::And { right } => (right, " and "),
-            Instr::Or { right } => (right, " or "),
+    /// The predicate as a program.
+    fn into_prog(self) -> Vec<Instr> {
+        // Each set's clauses joined by `and`, the sets joined by `op`, all
+        // nested to the left.
+        let join = |stmt: StmtId, sets: &mut dyn Iterator<Item = u64>, op: fn(usize) -> Instr| {
+            let mut prog = Vec::new();
+            for (n, mask) in sets.enumerate() {
+                let before = prog.len();
+                for (k, index) in bits(mask).enumerate() {
+                    prog.push(Instr::Clause { index, stmt });
+                    if k > 0 {
+                        prog.push(Instr::And { right: 1 });
+                    }
+                }
+                if n > 0 {
+                    prog.push(op(prog.len() - before));
+                }
+            }
+            prog
         };
-        f.write_str("(")?;
-        self.fmt_at(at - 1 - right, f)?;
-        f.write_str(op)?;
-        self.fmt_at(at - 1, f)?;
-        f.write_str(")")
+        match self.repr {
+            Repr::All { stmt, mask } => join(stmt, &mut std::iter::once(mask), |right| {
+                Instr::And { right }
+            }),
+            Repr::Any { stmt, mask } => join(stmt, &mut bits(mask).map(|i| 1u64 << i), |right| {
+                Instr::Or { right }
+            }),
+            Repr::Sets { stmt, sets } => {
+                join(stmt, &mut sets.into_iter(), |right| Instr::Or { right })
+            }
+            Repr::Prog(prog) => prog,
+        }
     }
+
+    /// `self op rhs` as a program.
+    fn join(self, rhs: Pred, op: fn(usize) -> Instr) -> Pred {
+        let mut prog = self.into_prog();
+        let rhs = rhs.into_prog();
+        let right = rhs.len();
+        prog.extend(rhs);
+        prog.push(op(right));
+        Pred {
+            repr: Repr::Prog(prog),
+        }
+    }
+}
+
+/// Whether the program `prog` rooted at instruction `at` holds.
+fn holds_at(prog: &[Instr], at: usize, stmt: StmtId, done: &impl Fn(usize) -> bool) -> bool {
+    match prog[at] {
+        Instr::Clause { index, stmt: s } => s == stmt && done(index),
+        Instr::And { right } => {
+            holds_at(prog, at - 1, stmt, done) && holds_at(prog, at - 1 - right, stmt, done)
+        }
+        Instr::Or { right } => {
+            holds_at(prog, at - 1, stmt, done) || holds_at(prog, at - 1 - right, stmt, done)
+        }
+    }
+}
+
+/// Writes the program rooted at instruction `at`.
+fn fmt_at(prog: &[Instr], at: usize, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    let (right, op) = match prog[at] {
+        Instr::Clause { index, .. } => return write!(f, "#{index}"),
+        Instr::And { right } => (right, " and "),
+        Instr::Or { right } => (right, " or "),
+    };
+    f.write_str("(")?;
+    fmt_at(prog, at - 1 - right, f)?;
+    f.write_str(op)?;
+    fmt_at(prog, at - 1, f)?;
+    f.write_str(")")
 }
 
 impl fmt::Debug for Pred {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.fmt_at(self.prog.len() - 1, f)
+        let prog = self.clone().into_prog();
+        fmt_at(&prog, prog.len() - 1, f)
     }
 }
 
 impl BitOr for Pred {
     type Output = Pred;
 
+    #[inline]
     fn bitor(self, rhs: Pred) -> Pred {
-        let right = rhs.prog.len();
-        self.join(rhs, Instr::Or { right })
+        // Clauses, or `or`s of clauses, of one statement: one mask.
+        if let (
+            Repr::All { stmt: s, mask: l } | Repr::Any { stmt: s, mask: l },
+            Repr::All { stmt: t, mask: r } | Repr::Any { stmt: t, mask: r },
+        ) = (&self.repr, &rhs.repr)
+        {
+            let single_or_any =
+                |p: &Pred, m: u64| m.is_power_of_two() || matches!(p.repr, Repr::Any { .. });
+            if s == t && single_or_any(&self, *l) && single_or_any(&rhs, *r) {
+                return Pred {
+                    repr: Repr::Any {
+                        stmt: *s,
+                        mask: l | r,
+                    },
+                };
+            }
+        }
+        self.or_slow(rhs)
+    }
+}
+
+impl Pred {
+    /// `self | rhs` beyond the fast path of `bitor`.
+    #[inline(never)]
+    fn or_slow(self, rhs: Pred) -> Pred {
+        match self.or_masks(&rhs) {
+            Some(repr) => Pred { repr },
+            None => self.join(rhs, |right| Instr::Or { right }),
+        }
     }
 }
 
 impl BitAnd for Pred {
     type Output = Pred;
 
+    #[inline]
     fn bitand(self, rhs: Pred) -> Pred {
-        let right = rhs.prog.len();
-        self.join(rhs, Instr::And { right })
+        // Clauses, or `and`s of clauses, of one statement: one mask.
+        if let (
+            Repr::All { stmt: s, mask: l } | Repr::Any { stmt: s, mask: l },
+            Repr::All { stmt: t, mask: r } | Repr::Any { stmt: t, mask: r },
+        ) = (&self.repr, &rhs.repr)
+        {
+            let single_or_all =
+                |p: &Pred, m: u64| m.is_power_of_two() || matches!(p.repr, Repr::All { .. });
+            if s == t && single_or_all(&self, *l) && single_or_all(&rhs, *r) {
+                return Pred {
+                    repr: Repr::All {
+                        stmt: *s,
+                        mask: l | r,
+                    },
+                };
+            }
+        }
+        self.and_slow(rhs)
+    }
+}
+
+impl Pred {
+    /// `self & rhs` beyond the fast path of `bitand`.
+    #[inline(never)]
+    fn and_slow(self, rhs: Pred) -> Pred {
+        match self.and_masks(&rhs) {
+            Some(repr) => Pred { repr },
+            None => self.join(rhs, |right| Instr::And { right }),
+        }
     }
 }
 
@@ -239,11 +375,25 @@ impl BitAnd for Pred {
 mod tests {
     use super::*;
 
+    /// `holds` with the mask of the first 64 clauses and the closure agreeing.
+    fn holds(pred: &Pred, s: StmtId, done: &dyn Fn(usize) -> bool) -> bool {
+        let mask = (0..64).filter(|&i| done(i)).fold(0u64, |m, i| m | 1 << i);
+        pred.holds(s, mask, &|i| done(i))
+    }
+
+    /// The program form of `pred`, evaluated.
+    fn prog_holds(pred: &Pred, s: StmtId, done: &dyn Fn(usize) -> bool) -> bool {
+        let prog = pred.clone().into_prog();
+        holds_at(&prog, prog.len() - 1, s, &|i| done(i))
+    }
+
     /// Every predicate over three clauses built with `&` and `|`, against
     /// the same expression on booleans, for every combination of done
-    /// clauses.
+    /// clauses; each shown in its normal form.
     #[test]
-    fn programs_evaluate_like_the_expressions_they_come_from() {
+    // The boolean expressions mirror the predicates as written.
+    #[allow(clippy::nonminimal_bool)]
+    fn predicates_evaluate_like_the_expressions_they_come_from() {
         let s = StmtId::new();
         let c = |i| Pred::clause(i, s);
         type Case = (Pred, fn([bool; 3]) -> bool, &'static str);
@@ -266,92 +416,113 @@ mod tests {
             (
                 (c(0) | c(1)) & c(2),
                 |d| (d[0] || d[1]) && d[2],
-                "((#0 or #1) and #2)",
+                "((#0 and #2) or (#1 and #2))",
             ),
             (
                 c(0) & (c(1) | c(2)),
                 |d| d[0] && (d[1] || d[2]),
-                "(#0 and (#1 or #2))",
+                "((#0 and #1) or (#0 and #2))",
             ),
             (
                 c(0) | (c(1) & c(2)),
                 |d| d[0] || (d[1] && d[2]),
                 "(#0 or (#1 and #2))",
             ),
+            (
+                (c(0) | c(1)) & (c(1) | c(2)),
+                |d| (d[0] || d[1]) && (d[1] || d[2]),
+                "((((#0 and #1) or (#0 and #2)) or #1) or (#1 and #2))",
+            ),
             (c(2), |d| d[2], "#2"),
+            (c(2) | c(2), |d| d[2], "#2"),
         ];
         for (pred, expr, shown) in cases {
+            assert!(!matches!(pred.repr, Repr::Prog(_)), "{shown}");
             assert_eq!(format!("{pred:?}"), shown);
             for bits in 0..8u8 {
                 let d = [bits & 1 != 0, bits & 2 != 0, bits & 4 != 0];
-                assert_eq!(pred.holds(s, &|i| d[i]), expr(d), "{shown} at {d:?}");
+                let at = |i: usize| i < 3 && d[i];
+                assert_eq!(holds(&pred, s, &at), expr(d), "{shown} at {d:?}");
+                assert_eq!(prog_holds(&pred, s, &at), expr(d), "{shown} at {d:?}");
             }
         }
     }
 
-    /// The compiled form agrees with the program, for every predicate of
-    /// the first test's kind and for foreign and out-of-range clauses.
+    /// The mask forms agree with their programs, and predicates that have
+    /// no mask form (another statement's clause, a clause beyond 64, too
+    /// many sets) are programs that evaluate right.
     #[test]
-    fn compiled_predicates_agree_with_their_programs() {
+    fn mask_forms_agree_with_programs() {
         let (s, t) = (StmtId::new(), StmtId::new());
         let c = |i| Pred::clause(i, s);
         let preds = [
-            c(0) | c(1) | c(2),
-            c(0) & c(1) & c(2),
-            (c(0) & c(1)) | c(2),
-            (c(0) | c(1)) & c(2),
             (c(0) | c(1)) & (c(2) | c(3)),
             (c(0) & c(1)) | (c(2) & c(3)),
             c(0) | Pred::clause(1, t),
             c(0) & Pred::clause(1, t),
+            Pred::clause(1, t) & c(0),
             c(3) | c(1),
+            c(4) & c(1),
+            (c(0) & c(1)) | (c(70) & c(2)),
         ];
         for pred in preds {
-            let compiled = pred.clone().compile(s, 3);
-            assert!(!matches!(compiled, Compiled::Prog(_)), "{pred:?}");
-            for done in 0..8u64 {
-                let at = |i: usize| i < 3 && done & (1 << i) != 0;
-                assert_eq!(
-                    compiled.holds(s, done, &at),
-                    pred.holds(s, &at),
-                    "{pred:?} at {done:03b}"
-                );
+            for done in 0..32u64 {
+                let at = |i: usize| i < 5 && done & (1 << i) != 0;
+                for stmt in [s, t] {
+                    assert_eq!(
+                        holds(&pred, stmt, &at),
+                        prog_holds(&pred, stmt, &at),
+                        "{pred:?} at {done:05b}"
+                    );
+                }
             }
         }
-        // Too many sets, or a clause beyond 64: the program.
         let wide = (0..5)
             .map(|i| c(2 * i) | c(2 * i + 1))
             .reduce(|a, b| a & b)
             .unwrap();
-        assert!(matches!(wide.compile(s, 10), Compiled::Prog(_)));
-        assert!(matches!((c(70) & c(1)).compile(s, 80), Compiled::Prog(_)));
+        assert!(matches!(wide.repr, Repr::Prog(_)));
+        assert!(holds(&wide, s, &|i| i % 2 == 0));
+        assert!(!holds(&wide, s, &|i| i != 4 && i != 5));
+        assert!(matches!((c(70) & c(1)).repr, Repr::Prog(_)));
+        assert!(matches!((c(0) | Pred::clause(1, t)).repr, Repr::Prog(_)));
     }
 
     #[test]
-    fn a_long_program_moves_to_the_heap_and_still_evaluates() {
+    fn a_long_program_evaluates() {
         let s = StmtId::new();
-        let pred = (0..12)
+        let pred = (60..72)
             .map(|i| Pred::clause(i, s))
             .reduce(|a, b| a & b)
             .unwrap();
-        assert!(pred.prog.spilled());
-        assert!(pred.holds(s, &|_| true));
-        assert!(!pred.holds(s, &|i| i != 7));
-        let right_nested = (0..12)
+        assert!(matches!(pred.repr, Repr::Prog(_)));
+        assert!(pred.holds(s, 0, &|_| true));
+        assert!(!pred.holds(s, u64::MAX, &|i| i != 70));
+        let right_nested = (60..72)
             .rev()
             .map(|i| Pred::clause(i, s))
             .reduce(|a, b| b | a)
             .unwrap();
-        assert!(right_nested.holds(s, &|i| i == 11));
-        assert!(!right_nested.holds(s, &|_| false));
+        assert!(right_nested.holds(s, 0, &|i| i == 71));
+        assert!(!right_nested.holds(s, 0, &|_| false));
     }
 
     #[test]
     fn a_clause_of_another_statement_is_never_done() {
         let (s, t) = (StmtId::new(), StmtId::new());
         let pred = Pred::clause(0, s) | Pred::clause(0, t);
-        assert!(pred.holds(s, &|_| true));
-        assert!(pred.holds(t, &|_| true));
-        assert!(!(Pred::clause(0, s) & Pred::clause(0, t)).holds(s, &|_| true));
+        assert!(holds(&pred, s, &|_| true));
+        assert!(holds(&pred, t, &|_| true));
+        assert!(!holds(
+            &(Pred::clause(0, s) & Pred::clause(0, t)),
+            s,
+            &|_| true
+        ));
+        assert!(!holds(&Pred::clause(0, s), t, &|_| true));
+        assert!(!holds(
+            &(Pred::clause(0, s) | Pred::clause(1, s)),
+            t,
+            &|_| true
+        ));
     }
 }

@@ -1,21 +1,26 @@
 //! AND/OR waiting (Cforall's `waituntil`).
 //!
 //! A statement over clauses joined by `and`/`or` runs as rounds: each round
-//! is one choice over the clauses not yet acquired, so exactly one of them
-//! commits (with the whole op protocol: no lock held across clauses,
-//! nothing lost); its handler (a `wrap` on its op) runs at once; the
-//! statement ends as soon as the predicate holds. Clauses still waiting then
-//! were never committed: they are withdrawn by the round that lost them and
-//! simply dropped.
+//! is one choice over the clauses not yet acquired (with the whole op
+//! protocol: no lock held across clauses, nothing lost), so one of them
+//! commits first; its handler (a `wrap` on its op) runs at once; the
+//! statement ends as soon as the predicate holds. A round whose first
+//! commit comes in its try phase goes on trying, once each, the clauses
+//! not tried yet that every completion of the predicate needs (`c` in
+//! `(a or b) and c`, every clause of an `and`): they would be acquired by
+//! some later round anyway, and this saves those rounds. Clauses still
+//! waiting when the statement ends were never committed: they are
+//! withdrawn by the round that lost them and simply dropped.
 //!
 //! The statement runs the op protocol of each round itself (as `Perform`
 //! does for one op), over the clause records it keeps: every round
 //! re-performs the same ops in place (an op that lost a choice is withdrawn
 //! and left as it was before the perform, so it can be performed again),
-//! with one opstate, reset between rounds. A statement allocates one record
-//! per clause (`clause_cell.rs`: the op and its result slot) and nothing
-//! else for up to four clauses and a predicate over up to five
-//! (`pred.rs`).
+//! with one opstate, reset between rounds. A statement allocates one block
+//! for its clauses' records (`clause_cell.rs`: each op and its result slot;
+//! more blocks only if they outgrow it) and nothing else for up to four
+//! clauses; its predicate is a mask, or a few sets of clauses, built as it
+//! is written (`pred.rs`).
 //!
 //! # Invariants
 //!
@@ -29,8 +34,8 @@
 //! * A clause is `done` once its op committed and its result was put: it
 //!   takes part in no later round.
 
-use super::clause_cell::{ClauseCell, record};
-use super::pred::{Compiled, StmtId};
+use super::clause_cell::{Blocks, CellRef, record};
+use super::pred::StmtId;
 use crate::op::state::{OpState, Seen};
 use crate::op::{BlockCx, Op};
 use smallvec::SmallVec;
@@ -38,7 +43,6 @@ use std::fmt;
 use std::future::Future;
 use std::marker::PhantomPinned;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::task::{Context, Poll};
 
 pub use super::clause_cell::Clause;
@@ -49,7 +53,7 @@ const INLINE_CLAUSES: usize = 4;
 
 /// One clause, as the statement sees it.
 struct Entry<'a> {
-    cell: Arc<dyn ClauseCell + 'a>,
+    cell: CellRef<'a>,
     /// Acquired: its op committed and its result was put.
     done: bool,
     /// In a blocked round: its first leaf among the round's leaves...
@@ -65,9 +69,10 @@ struct Entry<'a> {
 /// Add each clause with [`add`](WaitUntil::add) (put its handler on the op
 /// with [`Op::wrap`]: it runs in the waiting task as soon as that clause is
 /// acquired), then [`run`](WaitUntil::run) the predicate. Clauses are
-/// acquired one at a time, each through a fair choice over the clauses
-/// still waiting, so no resource's lock is held while waiting for another
-/// (where Go's `select` locks every channel). The statement ends as soon as
+/// acquired one at a time, through a fair choice over the clauses still
+/// waiting (after which the clauses every completion needs are tried
+/// too), so no resource's lock is held while waiting for another (where
+/// Go's `select` locks every channel). The statement ends as soon as
 /// the predicate holds; clauses not acquired by then are withdrawn and
 /// dropped, having taken nothing: a send clause made with
 /// [`send_op_from`](crate::Sender::send_op_from) leaves its value in the
@@ -75,7 +80,8 @@ struct Entry<'a> {
 ///
 /// Each round is a separate perform of the clauses still waiting, so a
 /// [`with_nack`](crate::with_nack) clause is built again every round and its
-/// nack fires in every round it loses, even if it is acquired later.
+/// nack fires in every round that does not acquire it, even if it is
+/// acquired later.
 ///
 /// # Examples
 ///
@@ -105,6 +111,8 @@ pub struct WaitUntil<'a> {
     stmt: StmtId,
     /// Bit `i` set when clause `i` (of the first 64) is done.
     done: u64,
+    /// Where the clauses' records live; dropped after them (field order).
+    blocks: Blocks,
 }
 
 impl Default for WaitUntil<'_> {
@@ -143,6 +151,7 @@ impl<'a> WaitUntil<'a> {
             clauses: SmallVec::new(),
             stmt: StmtId::new(),
             done: 0,
+            blocks: Blocks::new(),
         }
     }
 
@@ -161,7 +170,7 @@ impl<'a> WaitUntil<'a> {
         O: Op + Send + 'a,
         O::Output: Send + 'a,
     {
-        let (cell, clause) = record(op, self.clauses.len(), self.stmt);
+        let (cell, clause) = record(&mut self.blocks, op, self.clauses.len(), self.stmt);
         self.clauses.push(Entry {
             cell,
             done: false,
@@ -197,14 +206,19 @@ impl<'a> WaitUntil<'a> {
     /// ```
     pub fn run(self, pred: Pred) -> impl Future<Output = bool> + 'a {
         let n = self.clauses.len();
-        let pred = pred.compile(self.stmt, n);
         // Could it hold once every clause is done? If not, it never will
         // (a clause of another statement is never done here).
-        let can_hold = pred.holds(self.stmt, u64::MAX, &|i| i < n);
+        let all = u32::try_from(n)
+            .ok()
+            .and_then(|n| 1u64.checked_shl(n))
+            .map_or(u64::MAX, |bit| bit - 1);
+        let can_hold = pred.holds(self.stmt, all, &|i| i < n);
+        let must = pred.must(self.stmt);
         Rounds {
             w: self,
             pred,
             can_hold,
+            must,
             state: OpState::new(),
             phase: Phase::Between,
             remote: true,
@@ -235,19 +249,14 @@ impl<'a> WaitUntil<'a> {
     }
 
     /// Whether the predicate holds now.
-    fn holds(&self, pred: &Compiled) -> bool {
-        let clauses = &self.clauses;
-        pred.holds(self.stmt, self.done, &|i| {
-            clauses.get(i).is_some_and(|c| c.done)
-        })
+    fn holds(&self, pred: &Pred) -> bool {
+        holds_now(pred, self.stmt, self.done, &self.clauses)
     }
 
     /// Clause `i` was acquired.
     fn set_done(&mut self, i: usize) {
         self.clauses[i].done = true;
-        if let Some(bit) = u32::try_from(i).ok().and_then(|i| 1u64.checked_shl(i)) {
-            self.done |= bit;
-        }
+        self.done |= bit_of(i);
     }
 
     /// The clauses still waiting.
@@ -293,27 +302,51 @@ enum Started {
     Exhausted,
 }
 
-/// Withdraws every clause still waiting if dropped: armed (then forgotten)
+/// Withdraws every clause still waiting if dropped while armed: armed
 /// while a round prepares and tries, so that an unwind there fires the
-/// nacks of the clauses built.
-struct WithdrawOnUnwind<'s, 'a>(&'s WaitUntil<'a>);
+/// nacks of the clauses built. The round's mutations of the statement go
+/// through it.
+struct WithdrawOnUnwind<'s, 'a> {
+    clauses: &'s mut [Entry<'a>],
+    armed: bool,
+}
 
 impl Drop for WithdrawOnUnwind<'_, '_> {
     fn drop(&mut self) {
-        for c in self.0.waiting() {
+        if !self.armed {
+            return;
+        }
+        for c in self.clauses.iter().filter(|c| !c.done) {
             // SAFETY: we own the records.
             unsafe { c.cell.withdraw_unwound() };
         }
     }
 }
 
+/// The bit of clause `i` in a statement's `done` mask (none beyond 64).
+fn bit_of(i: usize) -> u64 {
+    u32::try_from(i)
+        .ok()
+        .and_then(|i| 1u64.checked_shl(i))
+        .unwrap_or(0)
+}
+
+/// Whether `pred` holds for statement `stmt` whose clauses are `clauses`
+/// (`done`: the mask of the first 64 done).
+fn holds_now(pred: &Pred, stmt: StmtId, done: u64, clauses: &[Entry<'_>]) -> bool {
+    pred.holds(stmt, done, &|i| clauses.get(i).is_some_and(|c| c.done))
+}
+
 /// The future of [`WaitUntil::run`]: rounds until the predicate holds.
 struct Rounds<'a> {
     w: WaitUntil<'a>,
-    pred: Compiled,
+    pred: Pred,
     /// Whether the predicate holds once every clause is done: if not, the
     /// statement returns `false` at once.
     can_hold: bool,
+    /// The clauses (of the first 64) every completion of the predicate
+    /// needs.
+    must: u64,
     /// The opstate of the round in progress (module invariants).
     state: OpState,
     phase: Phase,
@@ -326,39 +359,63 @@ impl Rounds<'_> {
     /// A new round: prepares every clause still waiting, tries them from a
     /// random one, and publishes them if none commits.
     fn start_round(&mut self, waker: &std::task::Waker) -> Started {
-        let len = self.w.clauses.len();
-        let waiting = self.w.waiting().count();
+        let (stmt, pred, must) = (self.w.stmt, &self.pred, self.must);
+        let WaitUntil { clauses, done, .. } = &mut self.w;
+        let clauses: &mut [Entry<'_>] = clauses;
+        let len = clauses.len();
+        let waiting = clauses.iter().filter(|c| !c.done).count();
         if waiting == 0 {
             return Started::Exhausted;
         }
         // A fair start: the `k`-th clause still waiting.
         let k = crate::op::rng::below(waiting);
-        let start = (0..len)
-            .filter(|&i| !self.w.clauses[i].done)
+        let start = (clauses.iter().enumerate())
+            .filter(|(_, c)| !c.done)
             .nth(k)
-            .unwrap_or(0);
-        let unwinding = WithdrawOnUnwind(&self.w);
-        for c in self.w.waiting() {
+            .map_or(0, |(i, _)| i);
+        let mut round = WithdrawOnUnwind {
+            clauses: &mut *clauses,
+            armed: true,
+        };
+        for c in round.clauses.iter().filter(|c| !c.done) {
             // SAFETY: we own the records.
             unsafe { c.cell.prepare() };
         }
+        // Once a clause commits, the round goes on trying only the clauses
+        // every completion needs (`must`): each is tried once, as in a
+        // choice, and acquiring it now or in a later round is the same. The
+        // others wait for the next round's fair choice.
+        let mut acquired = false;
         for i in (start..len).chain(0..start) {
-            let c = &self.w.clauses[i];
+            let c = &mut round.clauses[i];
+            if c.done || (acquired && must & bit_of(i) == 0) {
+                continue;
+            }
             // SAFETY: we own the records.
-            if !c.done && unsafe { c.cell.try_now() } {
-                std::mem::forget(unwinding);
-                // The clauses tried before may have built guards or nacks:
-                // they lost.
-                self.w.withdraw_all_but(Some(i));
-                self.w.set_done(i);
-                return Started::Acquired;
+            if unsafe { c.cell.try_now() } {
+                c.done = true;
+                *done |= bit_of(i);
+                acquired = true;
+                if holds_now(pred, stmt, *done, round.clauses) {
+                    break;
+                }
             }
         }
-        std::mem::forget(unwinding);
+        round.armed = false;
+        drop(round);
+        if acquired {
+            // The clauses not acquired may have built guards or nacks:
+            // they lost this round.
+            for c in clauses.iter().filter(|c| !c.done) {
+                // SAFETY: we own the records.
+                unsafe { c.cell.withdraw() };
+            }
+            return Started::Acquired;
+        }
         // Block: number the leaves, then publish from the same start.
         let mut leaf = 0;
         let mut remote = false;
-        for c in self.w.clauses.iter_mut().filter(|c| !c.done) {
+        for c in clauses.iter_mut().filter(|c| !c.done) {
             c.first_leaf = leaf;
             // SAFETY: we own the records.
             c.leaves = unsafe { c.cell.leaves() };
@@ -374,7 +431,7 @@ impl Rounds<'_> {
         }
         self.phase = Phase::Blocked;
         for i in (start..len).chain(0..start) {
-            let c = &self.w.clauses[i];
+            let c = &clauses[i];
             if c.done {
                 continue;
             }

@@ -98,15 +98,24 @@ impl<T> IVar<T> {
         self.value.with_mut(|v| unsafe { (*v).write(value) });
         // Release: publishes the value to every Acquire load that sees FULL.
         self.state.store(FULL, Ordering::Release);
-        let mut wakers = Vec::new();
+        // Every record is committed under the lock; the wakers are woken
+        // after it is released. Usually nobody or one get waits: one waker
+        // is kept in a local (no allocation), more go to a `Vec`.
         let mut waiters = self.waiters.lock();
-        // Usually nobody waits (an actor's exit that no one watches): skip
-        // the drain.
-        if !waiters.is_empty() {
-            waiters.commit_all(&mut wakers);
+        // Usually nobody waits (an actor's exit that no one watches).
+        if waiters.is_empty() {
+            return Ok(());
+        }
+        let Some(first) = waiters.pop_front() else {
+            return Ok(());
+        };
+        let first = first.commit();
+        let mut more = Vec::new();
+        while let Some(record) = waiters.pop_front() {
+            more.extend(record.commit());
         }
         drop(waiters);
-        wakers.into_iter().for_each(Waker::wake);
+        first.into_iter().chain(more).for_each(Waker::wake);
         Ok(())
     }
 
@@ -399,4 +408,33 @@ impl<T: Clone> Op for GetOp<'_, T> {
 crate::op::op_into_future! {
     impl['a, T: Clone] GetOp<'a, T>;
     impl['a, T] GetRefOp<'a, T>;
+}
+
+#[cfg(all(test, loom))]
+mod loom_models {
+    use super::IVar;
+    use crate::loom::{Arc, model, thread};
+    use crate::{Op, choose_biased, never};
+
+    #[test]
+    fn loom_sync_ivar_put_wakes_every_blocked_get() {
+        // Two gets, one alone and one in a choice with a branch that never
+        // commits, race the put: each sees the value once, whether it
+        // blocked first or found the variable full.
+        model(|| {
+            let v = Arc::new(IVar::new());
+            let t = {
+                let v = v.clone();
+                thread::spawn(move || v.get_blocking())
+            };
+            let u = {
+                let v = v.clone();
+                thread::spawn(move || choose_biased((v.get_op(), never())).perform())
+            };
+            v.put(5).unwrap();
+            assert_eq!(t.join().unwrap(), 5);
+            assert_eq!(u.join().unwrap(), 5);
+            assert_eq!(v.put(6), Err(6));
+        });
+    }
 }
