@@ -865,7 +865,8 @@ impl Handle {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        let (addr, fut) = crate::mailbox::actor(body);
+        let (addr, fut) =
+            crate::mailbox::actor(body, |layout| schedule::mailbox_block(&self.shared, layout));
         self.shared.spawn_detached(fut);
         addr
     }
@@ -1044,7 +1045,10 @@ where
              (Runtime::handle().spawn_actor(..))"
         )
     }
-    let (addr, fut) = crate::mailbox::actor(body);
+    // The mailbox in this worker's slab; `body` runs outside `with_current`.
+    let (addr, fut) = crate::mailbox::actor(body, |layout| {
+        with_current(|ctx| ctx.and_then(|c| schedule::mailbox_block(&c.shared, layout)))
+    });
     with_current(|ctx| {
         if let Some(ctx) = ctx {
             ctx.shared.spawn_detached(fut);
