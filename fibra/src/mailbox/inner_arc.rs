@@ -24,6 +24,9 @@ use std::alloc::Layout;
 use std::marker::PhantomData;
 use std::ptr::NonNull;
 
+/// Gives a [`Block`]'s memory back, then releases its owner.
+pub(crate) type FreeBlock = unsafe fn(NonNull<u8>, *const ());
+
 /// A block of memory for a mailbox, from whoever spawns its actor, and how
 /// to give it back.
 pub(crate) struct Block {
@@ -31,7 +34,7 @@ pub(crate) struct Block {
     pub(crate) ptr: NonNull<u8>,
     /// Gives `ptr` back, then releases `owner`. Called once, by the drop
     /// of the mailbox's last reference, on any thread.
-    pub(crate) free: unsafe fn(NonNull<u8>, *const ()),
+    pub(crate) free: FreeBlock,
     /// What `free` needs (a counted reference that keeps the memory's
     /// allocator alive), released by `free`.
     pub(crate) owner: *const (),
@@ -48,7 +51,7 @@ unsafe impl Send for Block {}
 struct Counted<M> {
     refs: AtomicUsize,
     /// `None`: from the system allocator.
-    give_back: Option<(unsafe fn(NonNull<u8>, *const ()), *const ())>,
+    give_back: Option<(FreeBlock, *const ())>,
     inner: Inner<M>,
 }
 
