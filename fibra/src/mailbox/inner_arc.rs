@@ -13,7 +13,8 @@
 //! * `refs` counts the `InnerArc`s of one allocation, as `Arc`'s strong
 //!   count does (there is no weak count): Relaxed increments from a held
 //!   reference, Release decrements, an Acquire fence before the last one
-//!   drops the `Inner` and frees the memory.
+//!   drops the `Inner` and frees the memory (loom model
+//!   `loom_mailbox_last_reference_drops_it_once_on_either_thread`).
 //! * `give_back` is written once, before the pointer is shared, and read
 //!   only by the last reference's drop: a block's owner (what `free` needs
 //!   to stay valid) is kept alive by the `Block` until `free` runs.
@@ -33,18 +34,14 @@ pub(crate) struct Block {
     /// At least the size and alignment asked for (`InnerArc::layout`).
     pub(crate) ptr: NonNull<u8>,
     /// Gives `ptr` back, then releases `owner`. Called once, by the drop
-    /// of the mailbox's last reference, on any thread.
+    /// of the mailbox's last reference, on any thread: whoever makes a
+    /// `Block` promises that this is sound (the runtime's slab takes
+    /// blocks back from any thread, and its owner is an `Arc`).
     pub(crate) free: FreeBlock,
     /// What `free` needs (a counted reference that keeps the memory's
     /// allocator alive), released by `free`.
     pub(crate) owner: *const (),
 }
-
-// SAFETY: a `Block` is handed from its spawner to the mailbox, and its
-// `free` may run on any thread: whoever makes one promises that (the
-// runtime's slab takes blocks back from any thread, and its owner is an
-// `Arc`).
-unsafe impl Send for Block {}
 
 /// The allocation: the count, where the memory goes back, then the mailbox.
 #[repr(C)]
