@@ -250,6 +250,69 @@ fn messages_in_and_past_the_first_block_are_each_received_or_dropped_once() {
 }
 
 #[test]
+fn actor_mailboxes_outlive_their_runtime_and_go_on_any_thread() {
+    // An actor spawned on a worker has its mailbox in that worker's memory:
+    // addresses and monitors that outlive the runtime, dropped on another
+    // thread, still work, and every message left in a mailbox is dropped
+    // once. `[u64; 64]` messages make a mailbox too big for that memory
+    // (the system allocator's then): both kinds.
+    for (name, rt) in flavours() {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let d = drops.clone();
+        let (small, big) = rt.block_on(async move {
+            let mut small = Vec::new();
+            let mut big = Vec::new();
+            for i in 0..200u64 {
+                let a = fibra::spawn_actor(|mut mb: Mailbox<DropCount>| async move {
+                    // Takes one message, leaves the rest for the drop.
+                    mb.recv().await;
+                });
+                for j in 0..3 {
+                    a.send(DropCount::new(i * 3 + j, &d)).unwrap();
+                }
+                small.push(a);
+                let b = fibra::spawn_actor(|mut mb: Mailbox<[u64; 64]>| async move {
+                    let m = mb.recv().await.unwrap();
+                    assert_eq!(m[63], 63);
+                });
+                b.send(std::array::from_fn(|k| k as u64)).unwrap();
+                big.push(b);
+            }
+            for a in &small {
+                assert_eq!(a.exited().await, Exit::Normal);
+            }
+            for b in &big {
+                assert_eq!(b.exited().await, Exit::Normal);
+            }
+            (small, big)
+        });
+        drop(rt);
+        let monitors: Vec<_> = small.iter().map(|a| a.monitor()).collect();
+        std::thread::spawn(move || {
+            for a in &small {
+                assert!(
+                    a.send(DropCount::new(0, &Arc::new(AtomicUsize::new(0))))
+                        .is_err()
+                );
+            }
+            drop((small, big));
+        })
+        .join()
+        .unwrap();
+        // Each mailbox's two messages left went with it (the monitors hold
+        // the mailboxes, not the messages: they went with the mailbox's
+        // close).
+        assert_eq!(drops.load(Ordering::SeqCst), 600, "{name}");
+        assert!(
+            monitors
+                .iter()
+                .all(|m| m.try_exited() == Some(Exit::Normal))
+        );
+        drop(monitors);
+    }
+}
+
+#[test]
 fn a_monitor_outlives_the_actor_and_every_address() {
     let rt = Runtime::new().unwrap();
     let monitors = rt.block_on(async {

@@ -1,7 +1,8 @@
 //! `spawn_actor`: a task that owns a mailbox, and how its end is reported.
 
-use super::{Addr, Inner, Mailbox, make};
-use crate::loom::{Arc, lock};
+use super::{Addr, Block, Inner, InnerArc, Mailbox, make};
+use crate::loom::lock;
+use std::alloc::Layout;
 use std::any::Any;
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
@@ -90,13 +91,17 @@ impl std::fmt::Display for Exit {
     }
 }
 
-/// Builds an actor's address and its task's future.
-pub(crate) fn actor<M, B, F>(body: B) -> (Addr<M>, Actor<F, M>)
+/// Builds an actor's address and its task's future; its mailbox goes in
+/// the memory `block` gives for a layout, if it does (the runtime's slab).
+pub(crate) fn actor<M, B, F>(
+    body: B,
+    block: impl FnOnce(Layout) -> Option<Block>,
+) -> (Addr<M>, Actor<F, M>)
 where
     B: FnOnce(Mailbox<M>) -> F,
     F: Future,
 {
-    let (addr, mb) = make(None, true);
+    let (addr, mb) = make(None, true, block(InnerArc::<M>::layout()));
     let inner = addr.inner.clone();
     let fut = Actor {
         fut: Some(body(mb)),
@@ -140,7 +145,7 @@ where
 /// has no receiver until the supervisor starts one (`supervised_life`).
 pub(crate) fn supervised_addr<M>() -> Addr<M> {
     Addr {
-        inner: Inner::new_arc(None, true, true),
+        inner: Inner::new_arc(None, true, true, None),
     }
 }
 
@@ -181,7 +186,7 @@ pub(crate) struct Actor<F, M> {
     /// The body; `None` once it ended.
     fut: Option<F>,
     /// `None` once the exit is reported.
-    inner: Option<Arc<Inner<M>>>,
+    inner: Option<InnerArc<M>>,
     /// A supervised life: told of the end, which leaves the mailbox open.
     on_end: Option<OnEnd>,
     /// The task's waker is registered for kills (`link.rs`).
@@ -197,18 +202,29 @@ impl<F, M> Actor<F, M> {
         // Assigning drops the old value where it is: the pinned body is
         // never moved.
         self.fut = None;
-        if let Some(inner) = self.inner.take() {
-            let supervised = self.on_end.is_some();
-            if !supervised {
+        let Some(inner) = self.inner.take() else {
+            return;
+        };
+        match self.on_end.take() {
+            None => {
                 inner.close();
-                let _ = inner.exit.put(exit.clone());
+                // The links see the exit where it was put (no copy). Only
+                // this end puts an actor's exit, so the put succeeds; were
+                // it refused, the links would see this one.
+                match inner.exit.put(exit) {
+                    Ok(()) => {
+                        let exit = inner.exit.get_ref().expect("put just above");
+                        inner.die(exit, inner.actor_id(), true);
+                    }
+                    Err(exit) => inner.die(&exit, inner.actor_id(), true),
+                }
             }
-            inner.die(&exit, inner.actor_id(), !supervised);
-            // Our share of the mailbox goes before the supervisor hears of
-            // the end: once it stops the child for good, nothing of this
-            // life holds the mailbox (or the messages in it).
-            drop(inner);
-            if let Some(on_end) = self.on_end.take() {
+            Some(on_end) => {
+                inner.die(&exit, inner.actor_id(), false);
+                // Our share of the mailbox goes before the supervisor hears
+                // of the end: once it stops the child for good, nothing of
+                // this life holds the mailbox (or the messages in it).
+                drop(inner);
                 on_end(exit);
             }
         }

@@ -22,8 +22,8 @@
 //!   registers its waker under the lock and then reads `killed`: either the
 //!   kill sees the waker, or the task sees the flag.
 
-use super::{Exit, Inner};
-use crate::loom::{Arc, Mutex, Ordering, lock};
+use super::{Exit, Inner, InnerArc};
+use crate::loom::{Mutex, Ordering, lock};
 use std::collections::VecDeque;
 use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -153,9 +153,9 @@ pub(crate) trait LinkEnd: Send + Sync {
     fn remove_link(&self, peer: ActorId);
 }
 
-impl<M: Send + 'static> LinkEnd for Arc<Inner<M>> {
+impl<M: Send + 'static> LinkEnd for InnerArc<M> {
     fn id(&self) -> ActorId {
-        ActorId(Arc::as_ptr(self) as *const () as usize)
+        ActorId(InnerArc::as_ptr(self) as *const () as usize)
     }
 
     fn signal(&self, from: ActorId, exit: &Exit) {
@@ -204,6 +204,14 @@ impl<M> Inner<M> {
             return;
         }
         c.dead = true;
+        if c.links.is_empty() && c.rare.is_none() && !c.supervised {
+            // Most deaths: no link to signal, no name to free, no
+            // supervised life's exit to keep.
+            let waker = c.waker.take();
+            drop(c);
+            drop(waker);
+            return;
+        }
         if c.supervised && !last {
             c.rare().last_exit = Some(exit.clone());
         }
@@ -255,11 +263,21 @@ impl<M> Inner<M> {
     }
 
     /// The exit a kill asked for, if the current life was killed.
+    ///
+    /// Inlined, the lock out of line: the actor's task asks at every poll,
+    /// and is almost never killed.
+    #[inline]
     pub(crate) fn take_kill(&self) -> Option<Exit> {
         // Acquire: pairs with `kill`'s Release store.
         if !self.killed.load(Ordering::Acquire) {
             return None;
         }
+        self.killed_exit()
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn killed_exit(&self) -> Option<Exit> {
         lock(&self.ctl).kill.as_deref().cloned()
     }
 
@@ -301,7 +319,7 @@ impl<M> Inner<M> {
 }
 
 /// Links two mailboxes (see [`Addr::link`](super::Addr::link)).
-pub(crate) fn link<A: Send + 'static, B: Send + 'static>(a: &Arc<Inner<A>>, b: &Arc<Inner<B>>) {
+pub(crate) fn link<A: Send + 'static, B: Send + 'static>(a: &InnerArc<A>, b: &InnerArc<B>) {
     let (ida, idb) = (LinkEnd::id(a), LinkEnd::id(b));
     if ida == idb {
         return;
@@ -338,7 +356,7 @@ pub(crate) fn link<A: Send + 'static, B: Send + 'static>(a: &Arc<Inner<A>>, b: &
 }
 
 /// Removes the link between two mailboxes, if there is one.
-pub(crate) fn unlink<A: Send + 'static, B: Send + 'static>(a: &Arc<Inner<A>>, b: &Arc<Inner<B>>) {
+pub(crate) fn unlink<A: Send + 'static, B: Send + 'static>(a: &InnerArc<A>, b: &InnerArc<B>) {
     let (ida, idb) = (LinkEnd::id(a), LinkEnd::id(b));
     // One at a time: each side's removal is idempotent, and a death between
     // the two removes the other side itself.

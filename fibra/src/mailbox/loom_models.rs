@@ -26,6 +26,29 @@ fn loom_mailbox_two_senders_each_message_once() {
 }
 
 #[test]
+fn loom_mailbox_last_reference_drops_it_once_on_either_thread() {
+    // The mailbox's own count (`inner_arc.rs`): whichever thread drops the
+    // last reference (the sender's address or the receiver) drops the
+    // mailbox, and the message in it if the send came after the receiver
+    // left, once and after the other thread's last use.
+    struct Counted(crate::loom::Arc<crate::loom::AtomicUsize>);
+    impl Drop for Counted {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, crate::loom::Ordering::SeqCst);
+        }
+    }
+    model(|| {
+        let drops = crate::loom::Arc::new(crate::loom::AtomicUsize::new(0));
+        let (addr, mb) = mailbox::<Counted>();
+        let d = drops.clone();
+        let t = thread::spawn(move || drop(addr.send(Counted(d))));
+        drop(mb);
+        t.join().unwrap();
+        assert_eq!(drops.load(crate::loom::Ordering::SeqCst), 1);
+    });
+}
+
+#[test]
 fn loom_mailbox_two_senders_across_a_block_boundary() {
     // Blocks hold two messages under loom: two senders race to fill the
     // first block and install the second. The receiver looks only after

@@ -96,6 +96,7 @@
 
 mod actor;
 mod call;
+mod inner_arc;
 mod link;
 mod ops;
 mod queue;
@@ -116,9 +117,10 @@ pub use recv::Recv;
 pub use registry::{LookupError, RegisterError, register, registered, unregister, whereis};
 
 use crate::chan::{TryRecvError, TrySendError};
-use crate::loom::{Arc, AtomicBool, AtomicUsize, Mutex, Ordering, lock};
+use crate::loom::{AtomicBool, AtomicUsize, Mutex, Ordering, lock};
 use crate::op::Op;
 use crate::sync::{IVar, Semaphore, TryAcquireError};
+pub(crate) use inner_arc::{Block, InnerArc};
 use queue::Queue;
 use std::collections::VecDeque;
 use std::fmt;
@@ -166,36 +168,24 @@ pub(crate) struct Inner<M> {
 }
 
 impl<M> Inner<M> {
-    /// A new mailbox, built in its allocation: it holds the queue's first
-    /// block, so building it on the stack and moving it in would copy a few
-    /// hundred bytes per mailbox.
-    fn new_arc(capacity: Option<usize>, is_task: bool, supervised: bool) -> Arc<Self> {
-        #[cfg(not(loom))]
-        {
-            let mut arc = Arc::<Self>::new_uninit();
-            let slot = Arc::get_mut(&mut arc).expect("a new Arc is not shared");
-            // SAFETY: `init` writes every field of the fresh allocation;
-            // the queue lies where it stays (in the `Arc`), not shared yet.
-            unsafe {
-                Self::init(slot.as_mut_ptr(), capacity, is_task, supervised);
-                let arc = arc.assume_init();
-                arc.queue.settle();
-                arc
-            }
-        }
-        // loom's `Arc` has no `new_uninit`: build it, then move it in.
-        #[cfg(loom)]
-        {
-            let mut inner = std::mem::MaybeUninit::<Self>::uninit();
-            // SAFETY: `init` writes every field; the queue lies where it
-            // stays (in the `Arc`), not shared yet.
-            unsafe {
-                Self::init(inner.as_mut_ptr(), capacity, is_task, supervised);
-                let arc = Arc::new(inner.assume_init());
-                arc.queue.settle();
-                arc
-            }
-        }
+    /// A new mailbox, built in its allocation (`block`, or the system
+    /// allocator's): it holds the queue's first block, so building it on
+    /// the stack and moving it in would copy a few hundred bytes per
+    /// mailbox.
+    fn new_arc(
+        capacity: Option<usize>,
+        is_task: bool,
+        supervised: bool,
+        block: Option<Block>,
+    ) -> InnerArc<M> {
+        // SAFETY: `init` writes every field; `block` holds the layout
+        // (`actor`'s caller asked for `InnerArc::layout`).
+        let arc =
+            unsafe { InnerArc::new_with(block, |p| Self::init(p, capacity, is_task, supervised)) };
+        // SAFETY: the queue lies where it stays (in the allocation), not
+        // shared yet.
+        unsafe { arc.queue.settle() };
+        arc
     }
 
     /// Initialises a mailbox where it lies.
@@ -250,6 +240,17 @@ impl<M> Inner<M> {
     /// Sets `closed` and fails every sender waiting for room. Returns
     /// whether this call closed it.
     fn close(&self) -> bool {
+        if !self.close_by_receiver() {
+            return false;
+        }
+        // A receiver waiting with no message must learn it can stop.
+        self.wake_receiver();
+        true
+    }
+
+    /// `close` by the receiver itself (the `Mailbox`, through `&mut`):
+    /// it is not in a receive, so there is nobody to wake.
+    fn close_by_receiver(&self) -> bool {
         // AcqRel: Release orders what the closer did before closing before
         // a reader's Acquire of `closed`; Acquire lets a second closer see
         // the first's.
@@ -259,8 +260,6 @@ impl<M> Inner<M> {
         if let Some(room) = &self.room {
             room.close();
         }
-        // A receiver waiting with no message must learn it can stop.
-        self.wake_receiver();
         true
     }
 
@@ -281,7 +280,7 @@ impl<M> Inner<M> {
 /// assert_eq!(mb.try_recv(), Ok("hello"));
 /// ```
 pub fn mailbox<M>() -> (Addr<M>, Mailbox<M>) {
-    make(None, false)
+    make(None, false, None)
 }
 
 /// Creates a mailbox that holds at most `capacity` messages: a
@@ -307,11 +306,12 @@ pub fn bounded_mailbox<M>(capacity: usize) -> (Addr<M>, Mailbox<M>) {
         capacity > 0,
         "a bounded mailbox needs a capacity of at least 1"
     );
-    make(Some(capacity), false)
+    make(Some(capacity), false, None)
 }
 
-fn make<M>(capacity: Option<usize>, is_task: bool) -> (Addr<M>, Mailbox<M>) {
-    let inner = Inner::new_arc(capacity, is_task, false);
+/// A new mailbox, in `block` if given (it holds `InnerArc::<M>::layout`).
+fn make<M>(capacity: Option<usize>, is_task: bool, block: Option<Block>) -> (Addr<M>, Mailbox<M>) {
+    let inner = Inner::new_arc(capacity, is_task, false, block);
     (
         Addr {
             inner: inner.clone(),
@@ -346,7 +346,7 @@ fn make<M>(capacity: Option<usize>, is_task: bool) -> (Addr<M>, Mailbox<M>) {
 /// assert_eq!(mb.try_recv(), Ok("from a thread"));
 /// ```
 pub struct Addr<M> {
-    inner: Arc<Inner<M>>,
+    inner: InnerArc<M>,
 }
 
 impl<M> Addr<M> {
@@ -576,7 +576,7 @@ impl<M> Addr<M> {
     }
 
     fn ptr(&self) -> *const Inner<M> {
-        Arc::as_ptr(&self.inner)
+        InnerArc::as_ptr(&self.inner)
     }
 }
 
@@ -650,7 +650,7 @@ trait Exited: Send + Sync {
     fn clone_box(&self) -> Box<dyn Exited>;
 }
 
-impl<M: Send + 'static> Exited for Arc<Inner<M>> {
+impl<M: Send + 'static> Exited for InnerArc<M> {
     fn exit(&self) -> &IVar<Exit> {
         &self.exit
     }
@@ -742,7 +742,7 @@ impl fmt::Debug for Monitor {
 /// });
 /// ```
 pub struct Mailbox<M> {
-    inner: Arc<Inner<M>>,
+    inner: InnerArc<M>,
     /// Messages taken out of the queue but not yet received: skipped by a
     /// selective receive, or put back by a receive that lost a choice. They
     /// come before everything still in the queue.
@@ -1054,7 +1054,7 @@ impl<M> Mailbox<M> {
     /// assert_eq!(mb.try_recv(), Ok(1)); // what was inside can still be received
     /// ```
     pub fn close(&mut self) {
-        self.inner.close();
+        self.inner.close_by_receiver();
         if !self.owned_by_task && self.inner.exit.put(Exit::Closed).is_ok() {
             self.inner.die(&Exit::Closed, self.inner.actor_id(), true);
         }
@@ -1152,7 +1152,7 @@ impl<M> Drop for Mailbox<M> {
             unsafe { self.inner.queue.forget_waker() };
             return;
         }
-        self.inner.close();
+        self.inner.close_by_receiver();
         if !self.owned_by_task && self.inner.exit.put(Exit::Closed).is_ok() {
             self.inner.die(&Exit::Closed, self.inner.actor_id(), true);
         }
@@ -1166,7 +1166,7 @@ impl<M> Drop for Mailbox<M> {
 impl<M> fmt::Debug for Mailbox<M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Mailbox")
-            .field("addr", &Arc::as_ptr(&self.inner))
+            .field("addr", &InnerArc::as_ptr(&self.inner))
             .field("stashed", &self.stash.len())
             .field("closed", &self.inner.is_closed())
             .finish()

@@ -9,9 +9,8 @@
 //!
 //! Receive ops hold `&mut Mailbox`: one receive at a time, statically.
 
-use super::{Inner, Mailbox};
+use super::{InnerArc, Mailbox};
 use crate::chan::SendError;
-use crate::loom::Arc;
 use crate::op::{BlockCx, Op, sealed::Sealed};
 use crate::sync::AcquireOp;
 use std::pin::Pin;
@@ -328,7 +327,7 @@ pin_project_lite::pin_project! {
     /// ```
     #[must_use = "an op does nothing unless performed"]
     pub struct SendOp<'a, M> {
-        inner: &'a Arc<Inner<M>>,
+        inner: &'a InnerArc<M>,
         msg: Option<M>,
         #[pin]
         room: Option<AcquireOp<'a>>,
@@ -336,7 +335,7 @@ pin_project_lite::pin_project! {
 }
 
 impl<'a, M> SendOp<'a, M> {
-    pub(super) fn new(inner: &'a Arc<Inner<M>>, msg: M) -> Self {
+    pub(super) fn new(inner: &'a InnerArc<M>, msg: M) -> Self {
         Self {
             inner,
             msg: Some(msg),

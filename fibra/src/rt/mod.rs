@@ -287,6 +287,26 @@ impl Shared {
     {
         self.count_here(metrics::Count::Spawned);
         let (task, handle) = Task::allocate(future, self.clone());
+        self.schedule_spawned(task);
+        handle
+    }
+
+    /// Spawns `future` with no `JoinHandle` (an actor's task: its mailbox
+    /// reports its end): as `spawn` with the handle dropped at once, minus
+    /// the handle's reference and its detach.
+    fn spawn_detached<F>(self: &Arc<Self>, future: F)
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.count_here(metrics::Count::Spawned);
+        let task = Task::allocate_detached(future, self.clone());
+        self.schedule_spawned(task);
+    }
+
+    /// Queues a task just spawned (`RUNNING` for its queue entry), or
+    /// cancels it if the runtime is shutting down.
+    fn schedule_spawned(self: &Arc<Self>, task: TaskRef) {
         crate::trace::event!(task_id = task.id(), "spawn");
         if self.is_shutdown() {
             task.shutdown();
@@ -310,7 +330,6 @@ impl Shared {
                 }
             }
         }
-        handle
     }
 
     /// Spawns a parasite: its first poll runs here, now
@@ -846,8 +865,9 @@ impl Handle {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        let (addr, fut) = crate::mailbox::actor(body);
-        drop(self.shared.spawn(fut));
+        let (addr, fut) =
+            crate::mailbox::actor(body, |layout| schedule::mailbox_block(&self.shared, layout));
+        self.shared.spawn_detached(fut);
         addr
     }
 
@@ -1025,10 +1045,13 @@ where
              (Runtime::handle().spawn_actor(..))"
         )
     }
-    let (addr, fut) = crate::mailbox::actor(body);
+    // The mailbox in this worker's slab; `body` runs outside `with_current`.
+    let (addr, fut) = crate::mailbox::actor(body, |layout| {
+        with_current(|ctx| ctx.and_then(|c| schedule::mailbox_block(&c.shared, layout)))
+    });
     with_current(|ctx| {
         if let Some(ctx) = ctx {
-            drop(ctx.shared.spawn(fut));
+            ctx.shared.spawn_detached(fut);
         }
     });
     addr

@@ -314,6 +314,39 @@ pub(crate) fn alloc(shared: &Arc<Shared>, layout: Layout) -> Option<NonNull<u8>>
     })
 }
 
+/// A block of the current worker's slab for an actor's mailbox, if this
+/// thread is a worker of `shared`'s runtime and `layout` fits: the
+/// mailbox gives it back when its last reference goes, on any thread,
+/// and holds a count of the runtime (which owns the block's page) until
+/// then. (Never in builds for the AddressSanitizer, so that it checks
+/// every mailbox's lifetime, nor under loom: as for tasks.)
+pub(crate) fn mailbox_block(shared: &Arc<Shared>, layout: Layout) -> Option<crate::mailbox::Block> {
+    if cfg!(any(loom, fibra_system_alloc)) {
+        return None;
+    }
+    let ptr = alloc(shared, layout)?;
+    Some(crate::mailbox::Block {
+        ptr,
+        free: free_mailbox_block,
+        owner: Arc::into_raw(Arc::clone(shared)).cast(),
+    })
+}
+
+/// A mailbox's `Block::free`: gives the block back, then the runtime's
+/// count.
+///
+/// # Safety
+///
+/// `block` came from [`mailbox_block`], whose `owner` is `owner`, and is
+/// no longer used; called once per block.
+unsafe fn free_mailbox_block(block: NonNull<u8>, owner: *const ()) {
+    // SAFETY: the block is no longer used, and its runtime is alive (the
+    // count `owner` holds).
+    unsafe { free(block) };
+    // SAFETY: the count `mailbox_block` took, released once, here.
+    drop(unsafe { Arc::from_raw(owner.cast::<Shared>()) });
+}
+
 /// Gives back a block from [`alloc`].
 ///
 /// # Safety

@@ -1,4 +1,5 @@
-//! Task memory: a per-worker slab allocator for task allocations.
+//! Task memory: a per-worker slab allocator for task allocations (and
+//! for the mailboxes of actors spawned on a worker: `schedule::mailbox_block`).
 //!
 //! Spawning is where fibra allocates once per task, and the common burst
 //! (a fork-join: spawn them all, then join them all) allocates every task
@@ -43,8 +44,9 @@
 //!   onto its remote list any more.
 //! * Pages go with their heap, which goes with the runtime's `Shared`; a
 //!   task holds its reference to `Shared` until its block is back (see
-//!   `Task::dealloc_slab`), so a page outlives every block in it, including
-//!   a remote push of one.
+//!   `Task::dealloc_slab`), and so does a mailbox (`schedule::
+//!   mailbox_block`), so a page outlives every block in it, including a
+//!   remote push of one.
 
 use crate::loom::{AtomicBool, AtomicPtr, Ordering, UnsafeCell};
 use std::alloc::Layout;
@@ -55,8 +57,11 @@ use std::ptr::{self, NonNull};
 const PAGE: usize = 64 * 1024;
 /// Size classes are multiples of this (and blocks are aligned to it).
 const GRAIN: usize = 16;
-const CLASSES: usize = 32;
-/// The largest block; larger tasks come from the system allocator.
+/// 48 classes: an actor's mailbox (`spawn_actor`'s, about 700 bytes for
+/// small messages) fits too.
+const CLASSES: usize = 48;
+/// The largest block; larger tasks (and mailboxes) come from the system
+/// allocator.
 const MAX_BLOCK: usize = GRAIN * CLASSES;
 /// The alignment every block has.
 const BLOCK_ALIGN: usize = GRAIN;
@@ -540,8 +545,8 @@ impl Heap {
 
 impl Drop for Heap {
     fn drop(&mut self) {
-        // Every task (every block) is gone: they held the runtime that
-        // holds this heap.
+        // Every task and mailbox (every block) is gone: they held the
+        // runtime that holds this heap.
         let inner = self.inner.get_mut();
         let mut pages = std::mem::take(&mut inner.spare);
         for c in &mut inner.classes {
@@ -652,7 +657,7 @@ mod tests {
     #[test]
     fn blocks_are_distinct_aligned_and_come_back() {
         let heap = Heap::new();
-        for size in [1, 8, 16, 24, 100, 112, 500, 512] {
+        for size in [1, 8, 16, 24, 100, 112, 500, 512, 720, MAX_BLOCK] {
             let class = class_of(layout(size)).unwrap();
             assert!((class + 1) * GRAIN >= size);
             for _round in 0..3 {

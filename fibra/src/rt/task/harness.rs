@@ -42,11 +42,40 @@ where
     /// that entry's reference and the handle's (two references from the
     /// start, no atomic increment).
     pub(crate) fn allocate(future: F, shared: Arc<Shared>) -> (TaskRef, JoinHandle<F::Output>) {
+        let p = Self::allocate_with(future, shared, 2, Output::Pending);
+        let join: NonNull<dyn Joinable<F::Output>> = p;
+        // SAFETY: two references were counted, one for each owner.
+        let task = unsafe { TaskRef::from_raw(p.cast()) };
+        // SAFETY: as above.
+        let handle = unsafe { JoinHandle::from_raw(join) };
+        (task, handle)
+    }
+
+    /// Allocates a task nobody will join (an actor's: its end is reported
+    /// through its mailbox), `RUNNING` for the queue entry the spawner
+    /// pushes. As a task whose handle was dropped at once, without the
+    /// handle: one reference (the entry's), and its output dropped when it
+    /// completes.
+    pub(crate) fn allocate_detached(future: F, shared: Arc<Shared>) -> TaskRef {
+        let p = Self::allocate_with(future, shared, 1, Output::HandleGone);
+        // SAFETY: one reference was counted, the queue entry's.
+        unsafe { TaskRef::from_raw(p.cast()) }
+    }
+
+    /// A new task with `refs` references counted and its join state's
+    /// output `output`.
+    #[inline(always)]
+    fn allocate_with(
+        future: F,
+        shared: Arc<Shared>,
+        refs: usize,
+        output: Output<F::Output>,
+    ) -> NonNull<Self> {
         let block = Self::slab_block(&shared);
         let task = Task {
             header: Header {
                 state: TaskState::new(),
-                refs: AtomicUsize::new(2),
+                refs: AtomicUsize::new(refs),
                 vtable: if block.is_some() {
                     Self::VTABLE_SLAB
                 } else {
@@ -58,12 +87,12 @@ where
             },
             future: FutureCell::new(future),
             join: Lock::new(JoinState {
-                output: Output::Pending,
+                output,
                 waker: None,
                 waiters: None,
             }),
         };
-        let p = match block {
+        match block {
             Some(block) => {
                 let p = block.cast::<Self>();
                 // SAFETY: a fresh block of the slab, large and aligned
@@ -72,13 +101,7 @@ where
                 p
             }
             None => NonNull::from(Box::leak(Box::new(task))),
-        };
-        let join: NonNull<dyn Joinable<F::Output>> = p;
-        // SAFETY: two references were counted, one for each owner.
-        let task = unsafe { TaskRef::from_raw(p.cast()) };
-        // SAFETY: as above.
-        let handle = unsafe { JoinHandle::from_raw(join) };
-        (task, handle)
+        }
     }
 
     /// Spawns a parasite (`spawn_eager`): allocates the task, `RUNNING` for
