@@ -146,10 +146,11 @@ impl<T> Op for RecvOp<'_, T> {
         }
     }
 
-    // Inline: the readiness test and the buffered shortcut, so that a
-    // choice's loop pays no call for a branch that cannot commit or that
-    // takes a buffered value; the rest is `recv_try_slow`.
-    #[inline]
+    // Always inline: the readiness test and the buffered shortcut, so that
+    // a choice's loop pays no call for a branch that cannot commit or that
+    // takes a buffered value (LLVM leaves a plain `#[inline]` out of line);
+    // the rest is `recv_try_slow`.
+    #[inline(always)]
     fn try_or_publish(self: Pin<&mut Self>, cx: BlockCx<'_>) -> Tried<Self::Output> {
         let (chan, slot, published) = self.project();
         if !chan.may(readiness::RECV_MAY) {
@@ -337,8 +338,9 @@ impl<T> Op for SendOp<'_, T> {
         }
     }
 
-    // Inline as in `RecvOp::try_or_publish`; the rest is `send_try_slow`.
-    #[inline]
+    // Always inline, as `RecvOp::try_or_publish`; the rest is
+    // `send_try_slow`.
+    #[inline(always)]
     fn try_or_publish(self: Pin<&mut Self>, cx: BlockCx<'_>) -> Tried<Self::Output> {
         let (chan, slot, published) = self.project();
         if !chan.may(readiness::SEND_MAY) {
