@@ -102,6 +102,11 @@ pub(crate) mod readiness {
 pub(crate) struct Guard<'a, T> {
     st: LockGuard<'a, State<T>>,
     chan: &'a Chan<T>,
+    /// Whether the unlock recomputes and stores the readiness word: `false`
+    /// only after a shortcut that left every bit of it as it was (the word
+    /// already holds the value the unlock would store: every change of
+    /// `State` happens under the lock and every other unlock stores).
+    refresh: bool,
 }
 
 impl<T> std::ops::Deref for Guard<'_, T> {
@@ -120,6 +125,9 @@ impl<T> std::ops::DerefMut for Guard<'_, T> {
 
 impl<T> Drop for Guard<'_, T> {
     fn drop(&mut self) {
+        if !self.refresh {
+            return;
+        }
         let st = &*self.st;
         // Branch-free: this runs at every unlock.
         let h = st.gone
@@ -165,6 +173,7 @@ impl<T> Chan<T> {
         Guard {
             st: self.state.lock(),
             chan: self,
+            refresh: true,
         }
     }
 
@@ -194,14 +203,25 @@ impl<T> Chan<T> {
     ///
     /// The caller owns `mine` (its perform is unpublished).
     #[inline(always)]
-    pub(crate) unsafe fn send_buffered_locked(&self, st: &mut State<T>, mine: &Slot<T>) -> bool {
+    pub(crate) unsafe fn send_buffered_locked(&self, st: &mut Guard<'_, T>, mine: &Slot<T>) -> bool {
         if st.gone != 0 || !st.recvq.is_empty() || st.buf.len() >= self.cap {
             return false;
         }
         // SAFETY: ours (above).
-        st.buf
-            .push_back(unsafe { take(mine) }.expect("sender's value"));
+        self.push_shortcut(st, unsafe { take(mine) }.expect("sender's value"));
         true
+    }
+
+    /// The send shortcut's push, once its conditions hold (no receiver
+    /// waits, nobody is gone, room): the readiness word is left as it was
+    /// unless the buffer was empty (`BUFFERED` sets) or is now full (`ROOM`
+    /// clears).
+    #[inline(always)]
+    fn push_shortcut(&self, st: &mut Guard<'_, T>, value: T) {
+        let len = st.buf.len();
+        st.buf.push_back(value);
+        // `len < cap` (the caller checked), so `len + 1` cannot overflow.
+        st.refresh = len == 0 || len + 1 >= self.cap;
     }
 
     /// The fast path of a receive: if a value is buffered and no sender
@@ -215,11 +235,8 @@ impl<T> Chan<T> {
     ///
     /// The caller owns `mine` (its perform is unpublished).
     #[inline(always)]
-    pub(crate) unsafe fn recv_buffered_locked(&self, st: &mut State<T>, mine: &Slot<T>) -> bool {
-        if !st.sendq.is_empty() {
-            return false;
-        }
-        match st.buf.pop_front() {
+    pub(crate) unsafe fn recv_buffered_locked(&self, st: &mut Guard<'_, T>, mine: &Slot<T>) -> bool {
+        match self.pop_shortcut(st) {
             Some(v) => {
                 // SAFETY: ours (above).
                 unsafe { put(mine, v) };
@@ -227,6 +244,20 @@ impl<T> Chan<T> {
             }
             None => false,
         }
+    }
+
+    /// The receive shortcut: the front value if one is buffered and no
+    /// sender waits. The readiness word is left as it was unless the
+    /// buffer is now empty (`BUFFERED` clears) or was full (`ROOM` may set).
+    #[inline(always)]
+    fn pop_shortcut(&self, st: &mut Guard<'_, T>) -> Option<T> {
+        if !st.sendq.is_empty() {
+            return None;
+        }
+        let len = st.buf.len();
+        let v = st.buf.pop_front()?;
+        st.refresh = len < 2 || len >= self.cap;
+        Some(v)
     }
 
     /// [`send_buffered_locked`](Self::send_buffered_locked) with the lock
@@ -242,7 +273,7 @@ impl<T> Chan<T> {
         if st.gone != 0 || !st.recvq.is_empty() || st.buf.len() >= self.cap {
             return Err(value);
         }
-        st.buf.push_back(value);
+        self.push_shortcut(&mut st, value);
         Ok(())
     }
 
@@ -254,11 +285,7 @@ impl<T> Chan<T> {
         if !self.may(readiness::BUFFERED) {
             return None;
         }
-        let mut st = self.lock();
-        if !st.sendq.is_empty() {
-            return None;
-        }
-        st.buf.pop_front()
+        self.pop_shortcut(&mut self.lock())
     }
 
     /// Tries to deliver the value in `mine` (the sender's slot).
