@@ -82,7 +82,8 @@ pub(crate) enum Received {
 }
 
 /// Bits of `Chan::readiness`: a summary of `State`, stored (Relaxed) at
-/// every unlock, read lock-free by the optimistic phase to skip the lock
+/// every unlock that may have changed it (a buffered shortcut that changed
+/// none of its bits skips the store: `Guard::refresh`), read lock-free by the optimistic phase to skip the lock
 /// when no partner can be there. A stale "nobody" is harmless: the block phase
 /// retries under the lock.
 pub(crate) mod readiness {
@@ -128,13 +129,7 @@ impl<T> Drop for Guard<'_, T> {
         if !self.refresh {
             return;
         }
-        let st = &*self.st;
-        // Branch-free: this runs at every unlock.
-        let h = st.gone
-            | (usize::from(!st.sendq.is_empty()) * readiness::SENDERS_WAITING)
-            | (usize::from(!st.recvq.is_empty()) * readiness::RECEIVERS_WAITING)
-            | (usize::from(!st.buf.is_empty()) * readiness::BUFFERED)
-            | (usize::from(st.buf.len() < self.chan.cap) * readiness::ROOM);
+        let h = self.chan.summary(&self.st);
         // Relaxed: a summary read only as a hint; the lock orders everything
         // that matters.
         self.chan.readiness.store(h, Ordering::Relaxed);
@@ -167,6 +162,17 @@ impl<T> Chan<T> {
             senders: AtomicUsize::new(1),
             receivers: AtomicUsize::new(1),
         }
+    }
+
+    /// The readiness word that `st` calls for.
+    #[inline(always)]
+    fn summary(&self, st: &State<T>) -> usize {
+        // Branch-free: this runs at almost every unlock.
+        st.gone
+            | (usize::from(!st.sendq.is_empty()) * readiness::SENDERS_WAITING)
+            | (usize::from(!st.recvq.is_empty()) * readiness::RECEIVERS_WAITING)
+            | (usize::from(!st.buf.is_empty()) * readiness::BUFFERED)
+            | (usize::from(st.buf.len() < self.cap) * readiness::ROOM)
     }
 
     pub(crate) fn lock(&self) -> Guard<'_, T> {
@@ -482,5 +488,61 @@ impl<T> Chan<T> {
         if self.receivers.fetch_sub(1, Ordering::AcqRel) == 1 {
             self.close_receivers();
         }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// The word after an unlock is the summary of the state, whether the
+    /// unlock stored it or (after a shortcut) left it.
+    fn assert_word_fresh<T>(chan: &Chan<T>) {
+        let st = chan.lock();
+        let fresh = chan.summary(&st);
+        drop(st);
+        assert_eq!(chan.readiness.load(Ordering::Relaxed), fresh);
+    }
+
+    #[test]
+    fn shortcuts_keep_the_readiness_word_exact() {
+        for cap in [1, 2, 3, 5, usize::MAX] {
+            let chan = Chan::new(cap);
+            let n = cap.min(6);
+            // Fill, drain, then interleave, checking after every step.
+            for v in 0..n {
+                assert_eq!(chan.try_send_buffered(v), Ok(()), "cap {cap}");
+                assert_word_fresh(&chan);
+            }
+            assert_eq!(chan.may(readiness::ROOM), n < cap, "cap {cap}");
+            for v in 0..n {
+                assert_eq!(chan.try_recv_buffered(), Some(v), "cap {cap}");
+                assert_word_fresh(&chan);
+            }
+            assert!(!chan.may(readiness::BUFFERED), "cap {cap}");
+            // Receives one behind the sends where there is room for two.
+            let lag = usize::from(cap >= 2);
+            for v in 0..2 * n {
+                assert_eq!(chan.try_send_buffered(v), Ok(()), "cap {cap}");
+                assert_word_fresh(&chan);
+                if v >= lag {
+                    assert_eq!(chan.try_recv_buffered(), Some(v - lag), "cap {cap}");
+                    assert_word_fresh(&chan);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_rescued_value_beyond_capacity_keeps_the_word_exact() {
+        let chan = Chan::new(1);
+        assert_eq!(chan.try_send_buffered(1), Ok(()));
+        chan.rescue(0); // to the front, beyond capacity
+        assert_word_fresh(&chan);
+        assert_eq!(chan.try_recv_buffered(), Some(0));
+        assert_word_fresh(&chan);
+        assert_eq!(chan.try_recv_buffered(), Some(1));
+        assert_word_fresh(&chan);
+        assert_eq!(chan.try_recv_buffered(), None);
     }
 }
