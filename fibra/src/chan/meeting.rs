@@ -44,6 +44,13 @@ pub(crate) struct State<T> {
     /// `readiness::TX_GONE` / `readiness::RX_GONE`, set once each: kept in the
     /// readiness word's own bits so the unlock copies them in one go.
     gone: usize,
+    /// Set by a buffered shortcut that left every bit of the readiness word
+    /// as it was, for the unlock that follows: it skips the word's
+    /// recompute and store (the word already holds that value: every change
+    /// of `State` happens under the lock, and every other unlock stores).
+    /// Kept here, not in `Guard`, so that a guard stays two words (passed
+    /// in registers).
+    keep_word: bool,
 }
 
 impl<T> State<T> {
@@ -83,7 +90,7 @@ pub(crate) enum Received {
 
 /// Bits of `Chan::readiness`: a summary of `State`, stored (Relaxed) at
 /// every unlock that may have changed it (a buffered shortcut that changed
-/// none of its bits skips the store: `Guard::refresh`), read lock-free by the optimistic phase to skip the lock
+/// none of its bits skips the store: `State::keep_word`), read lock-free by the optimistic phase to skip the lock
 /// when no partner can be there. A stale "nobody" is harmless: the block phase
 /// retries under the lock.
 pub(crate) mod readiness {
@@ -103,11 +110,6 @@ pub(crate) mod readiness {
 pub(crate) struct Guard<'a, T> {
     st: LockGuard<'a, State<T>>,
     chan: &'a Chan<T>,
-    /// Whether the unlock recomputes and stores the readiness word: `false`
-    /// only after a shortcut that left every bit of it as it was (the word
-    /// already holds the value the unlock would store: every change of
-    /// `State` happens under the lock and every other unlock stores).
-    refresh: bool,
 }
 
 impl<T> std::ops::Deref for Guard<'_, T> {
@@ -126,7 +128,8 @@ impl<T> std::ops::DerefMut for Guard<'_, T> {
 
 impl<T> Drop for Guard<'_, T> {
     fn drop(&mut self) {
-        if !self.refresh {
+        if self.st.keep_word {
+            self.st.keep_word = false;
             return;
         }
         let h = self.chan.summary(&self.st);
@@ -156,6 +159,7 @@ impl<T> Chan<T> {
                 sendq: WaitQueue::default(),
                 recvq: WaitQueue::default(),
                 gone: 0,
+                keep_word: false,
             }),
             cap,
             readiness: AtomicUsize::new(if cap > 0 { readiness::ROOM } else { 0 }),
@@ -179,7 +183,6 @@ impl<T> Chan<T> {
         Guard {
             st: self.state.lock(),
             chan: self,
-            refresh: true,
         }
     }
 
@@ -227,7 +230,7 @@ impl<T> Chan<T> {
         let len = st.buf.len();
         st.buf.push_back(value);
         // `len < cap` (the caller checked), so `len + 1` cannot overflow.
-        st.refresh = len == 0 || len + 1 >= self.cap;
+        st.keep_word = len != 0 && len + 1 < self.cap;
     }
 
     /// The fast path of a receive: if a value is buffered and no sender
@@ -262,7 +265,7 @@ impl<T> Chan<T> {
         }
         let len = st.buf.len();
         let v = st.buf.pop_front()?;
-        st.refresh = len < 2 || len >= self.cap;
+        st.keep_word = len >= 2 && len < self.cap;
         Some(v)
     }
 
