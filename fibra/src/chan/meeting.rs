@@ -212,7 +212,11 @@ impl<T> Chan<T> {
     ///
     /// The caller owns `mine` (its perform is unpublished).
     #[inline(always)]
-    pub(crate) unsafe fn send_buffered_locked(&self, st: &mut Guard<'_, T>, mine: &Slot<T>) -> bool {
+    pub(crate) unsafe fn send_buffered_locked(
+        &self,
+        st: &mut Guard<'_, T>,
+        mine: &Slot<T>,
+    ) -> bool {
         if st.gone != 0 || !st.recvq.is_empty() || st.buf.len() >= self.cap {
             return false;
         }
@@ -244,7 +248,11 @@ impl<T> Chan<T> {
     ///
     /// The caller owns `mine` (its perform is unpublished).
     #[inline(always)]
-    pub(crate) unsafe fn recv_buffered_locked(&self, st: &mut Guard<'_, T>, mine: &Slot<T>) -> bool {
+    pub(crate) unsafe fn recv_buffered_locked(
+        &self,
+        st: &mut Guard<'_, T>,
+        mine: &Slot<T>,
+    ) -> bool {
         match self.pop_shortcut(st) {
             Some(v) => {
                 // SAFETY: ours (above).

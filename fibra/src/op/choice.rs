@@ -281,10 +281,7 @@ impl<B: Branches> Op for Choose<B> {
                 offset = 0;
             }
             let leaves = branches.as_ref().get_ref().look(i, Leaves);
-            match branches
-                .as_mut()
-                .call(i, TryOrPublish(cx.offset(offset)))
-            {
+            match branches.as_mut().call(i, TryOrPublish(cx.offset(offset))) {
                 Tried::Committed(out) => {
                     // Nothing is published: as in `try_now`.
                     self.withdraw_all_but(Some(i));
