@@ -6,6 +6,11 @@
 //! numbering is stable from the end of the try phase (every guard and
 //! `with_nack` built) until the perform ends.
 //!
+//! A choice reaches its branches through [`Branches::look`] and
+//! [`Branches::call`] with one step type per protocol method (`TryNow`,
+//! `Block`, ...), so over an array, a `Vec` or a tuple each branch method is
+//! a static call the compiler can inline, not a call through `dyn Op`.
+//!
 //! Fair choice (`choose`) starts the try scan and the block-phase publication
 //! at a random branch; biased choice (`choose_biased`) always starts at the
 //! first. Either way the try phase commits the first ready branch it meets.
