@@ -117,33 +117,21 @@ impl<T> Op for RecvOp<'_, T> {
     // Committed by its partners, never woken to look again.
     fn repoll(self: Pin<&mut Self>, _cx: BlockCx<'_>) {}
 
-    fn try_now(mut self: Pin<&mut Self>) -> Option<Self::Output> {
-        let (chan, slot, _) = self.as_mut().project();
+    // Always inline, as `try_or_publish`; the rest is `recv_now_slow`.
+    #[inline(always)]
+    fn try_now(self: Pin<&mut Self>) -> Option<Self::Output> {
+        let (chan, slot, _) = self.project();
         if !chan.may(readiness::RECV_MAY) {
             return None;
         }
         let mut st = chan.lock();
-        // SAFETY (both calls): unpublished: the slot is ours.
+        // SAFETY: unpublished: the slot is ours.
         if unsafe { chan.recv_buffered_locked(&mut st, slot) } {
             drop(st);
-            return Some(self.take_result());
+            // SAFETY: committed by us, unpublished: the slot is ours.
+            return Some(unsafe { take(slot) }.ok_or(RecvError));
         }
-        match unsafe { chan.recv_locked(&mut st, slot, Seeker::FREE) } {
-            Received::Done(waker) => {
-                drop(st);
-                wake(waker);
-                Some(self.take_result())
-            }
-            Received::Buffered => {
-                let refilled = chan.refill_locked(&mut st, None);
-                drop(st);
-                wake(refilled);
-                Some(self.take_result())
-            }
-            Received::Disconnected => Some(Err(RecvError)),
-            Received::NotReady => None,
-            Received::SelfSynced => unreachable!("unpublished op saw itself synced"),
-        }
+        recv_now_slow(chan, st, slot)
     }
 
     // Always inline: the readiness test and the buffered shortcut, so that
@@ -313,29 +301,19 @@ impl<T> Op for SendOp<'_, T> {
     // Committed by its partners, never woken to look again.
     fn repoll(self: Pin<&mut Self>, _cx: BlockCx<'_>) {}
 
-    fn try_now(mut self: Pin<&mut Self>) -> Option<Self::Output> {
-        let (chan, slot, _) = self.as_mut().project();
+    // Always inline, as `try_or_publish`; the rest is `send_now_slow`.
+    #[inline(always)]
+    fn try_now(self: Pin<&mut Self>) -> Option<Self::Output> {
+        let (chan, slot, _) = self.project();
         if !chan.may(readiness::SEND_MAY) {
             return None;
         }
         let mut st = chan.lock();
-        // SAFETY (both calls): unpublished: the slot is ours.
+        // SAFETY: unpublished: the slot is ours.
         if unsafe { chan.send_buffered_locked(&mut st, slot) } {
             return Some(Ok(()));
         }
-        match unsafe { chan.send_locked(&mut st, slot, Seeker::FREE) } {
-            Sent::Done(waker) => {
-                drop(st);
-                wake(waker);
-                Some(Ok(()))
-            }
-            Sent::Disconnected => {
-                drop(st);
-                Some(self.take_result())
-            }
-            Sent::NotReady => None,
-            Sent::SelfSynced => unreachable!("unpublished op saw itself synced"),
-        }
+        send_now_slow(chan, st, slot)
     }
 
     // Always inline, as `RecvOp::try_or_publish`; the rest is
@@ -481,5 +459,62 @@ fn withdraw_published<T>(
     // SAFETY: our own record. Unlinked: a partner took it out.
     if !unsafe { reg.is_unlinked() } {
         queue(&mut chan.lock()).remove(reg);
+    }
+}
+
+/// `RecvOp::try_now` past the shortcut, under the lock `st`: the general
+/// receive, publishing nothing.
+#[inline(never)]
+fn recv_now_slow<T>(
+    chan: &Chan<T>,
+    mut st: Guard<'_, T>,
+    slot: &Slot<T>,
+) -> Option<Result<T, RecvError>> {
+    // SAFETY: unpublished (the caller's contract): the slot is ours.
+    match unsafe { chan.recv_locked(&mut st, slot, Seeker::FREE) } {
+        Received::Done(waker) => {
+            drop(st);
+            wake(waker);
+            // SAFETY: committed by us, unpublished: the slot is ours.
+            Some(unsafe { take(slot) }.ok_or(RecvError))
+        }
+        Received::Buffered => {
+            let refilled = chan.refill_locked(&mut st, None);
+            drop(st);
+            wake(refilled);
+            // SAFETY: as above.
+            Some(unsafe { take(slot) }.ok_or(RecvError))
+        }
+        Received::Disconnected => Some(Err(RecvError)),
+        Received::NotReady => None,
+        Received::SelfSynced => unreachable!("unpublished op saw itself synced"),
+    }
+}
+
+/// `SendOp::try_now` past the shortcut, as [`recv_now_slow`].
+#[inline(never)]
+fn send_now_slow<T>(
+    chan: &Chan<T>,
+    mut st: Guard<'_, T>,
+    slot: &Slot<T>,
+) -> Option<Result<(), SendError<T>>> {
+    // SAFETY: unpublished (the caller's contract): the slot is ours.
+    match unsafe { chan.send_locked(&mut st, slot, Seeker::FREE) } {
+        Sent::Done(waker) => {
+            drop(st);
+            wake(waker);
+            Some(Ok(()))
+        }
+        Sent::Disconnected => {
+            drop(st);
+            // SAFETY: committed, unpublished: the slot is ours. The value
+            // is still there (nobody took it).
+            Some(match unsafe { take(slot) } {
+                None => Ok(()),
+                Some(v) => Err(SendError(v)),
+            })
+        }
+        Sent::NotReady => None,
+        Sent::SelfSynced => unreachable!("unpublished op saw itself synced"),
     }
 }
