@@ -44,6 +44,13 @@ pub(crate) struct State<T> {
     /// `readiness::TX_GONE` / `readiness::RX_GONE`, set once each: kept in the
     /// readiness word's own bits so the unlock copies them in one go.
     gone: usize,
+    /// Set by a buffered shortcut that left every bit of the readiness word
+    /// as it was, for the unlock that follows: it skips the word's
+    /// recompute and store (the word already holds that value: every change
+    /// of `State` happens under the lock, and every other unlock stores).
+    /// Kept here, not in `Guard`, so that a guard stays two words (passed
+    /// in registers).
+    keep_word: bool,
 }
 
 impl<T> State<T> {
@@ -82,7 +89,8 @@ pub(crate) enum Received {
 }
 
 /// Bits of `Chan::readiness`: a summary of `State`, stored (Relaxed) at
-/// every unlock, read lock-free by the optimistic phase to skip the lock
+/// every unlock that may have changed it (a buffered shortcut that changed
+/// none of its bits skips the store: `State::keep_word`), read lock-free by the optimistic phase to skip the lock
 /// when no partner can be there. A stale "nobody" is harmless: the block phase
 /// retries under the lock.
 pub(crate) mod readiness {
@@ -120,13 +128,11 @@ impl<T> std::ops::DerefMut for Guard<'_, T> {
 
 impl<T> Drop for Guard<'_, T> {
     fn drop(&mut self) {
-        let st = &*self.st;
-        // Branch-free: this runs at every unlock.
-        let h = st.gone
-            | (usize::from(!st.sendq.is_empty()) * readiness::SENDERS_WAITING)
-            | (usize::from(!st.recvq.is_empty()) * readiness::RECEIVERS_WAITING)
-            | (usize::from(!st.buf.is_empty()) * readiness::BUFFERED)
-            | (usize::from(st.buf.len() < self.chan.cap) * readiness::ROOM);
+        if self.st.keep_word {
+            self.st.keep_word = false;
+            return;
+        }
+        let h = self.chan.summary(&self.st);
         // Relaxed: a summary read only as a hint; the lock orders everything
         // that matters.
         self.chan.readiness.store(h, Ordering::Relaxed);
@@ -153,12 +159,24 @@ impl<T> Chan<T> {
                 sendq: WaitQueue::default(),
                 recvq: WaitQueue::default(),
                 gone: 0,
+                keep_word: false,
             }),
             cap,
             readiness: AtomicUsize::new(if cap > 0 { readiness::ROOM } else { 0 }),
             senders: AtomicUsize::new(1),
             receivers: AtomicUsize::new(1),
         }
+    }
+
+    /// The readiness word that `st` calls for.
+    #[inline(always)]
+    fn summary(&self, st: &State<T>) -> usize {
+        // Branch-free: this runs at almost every unlock.
+        st.gone
+            | (usize::from(!st.sendq.is_empty()) * readiness::SENDERS_WAITING)
+            | (usize::from(!st.recvq.is_empty()) * readiness::RECEIVERS_WAITING)
+            | (usize::from(!st.buf.is_empty()) * readiness::BUFFERED)
+            | (usize::from(st.buf.len() < self.cap) * readiness::ROOM)
     }
 
     pub(crate) fn lock(&self) -> Guard<'_, T> {
@@ -194,14 +212,29 @@ impl<T> Chan<T> {
     ///
     /// The caller owns `mine` (its perform is unpublished).
     #[inline(always)]
-    pub(crate) unsafe fn send_buffered_locked(&self, st: &mut State<T>, mine: &Slot<T>) -> bool {
+    pub(crate) unsafe fn send_buffered_locked(
+        &self,
+        st: &mut Guard<'_, T>,
+        mine: &Slot<T>,
+    ) -> bool {
         if st.gone != 0 || !st.recvq.is_empty() || st.buf.len() >= self.cap {
             return false;
         }
         // SAFETY: ours (above).
-        st.buf
-            .push_back(unsafe { take(mine) }.expect("sender's value"));
+        self.push_shortcut(st, unsafe { take(mine) }.expect("sender's value"));
         true
+    }
+
+    /// The send shortcut's push, once its conditions hold (no receiver
+    /// waits, nobody is gone, room): the readiness word is left as it was
+    /// unless the buffer was empty (`BUFFERED` sets) or is now full (`ROOM`
+    /// clears).
+    #[inline(always)]
+    fn push_shortcut(&self, st: &mut Guard<'_, T>, value: T) {
+        let len = st.buf.len();
+        st.buf.push_back(value);
+        // `len < cap` (the caller checked), so `len + 1` cannot overflow.
+        st.keep_word = len != 0 && len + 1 < self.cap;
     }
 
     /// The fast path of a receive: if a value is buffered and no sender
@@ -215,11 +248,12 @@ impl<T> Chan<T> {
     ///
     /// The caller owns `mine` (its perform is unpublished).
     #[inline(always)]
-    pub(crate) unsafe fn recv_buffered_locked(&self, st: &mut State<T>, mine: &Slot<T>) -> bool {
-        if !st.sendq.is_empty() {
-            return false;
-        }
-        match st.buf.pop_front() {
+    pub(crate) unsafe fn recv_buffered_locked(
+        &self,
+        st: &mut Guard<'_, T>,
+        mine: &Slot<T>,
+    ) -> bool {
+        match self.pop_shortcut(st) {
             Some(v) => {
                 // SAFETY: ours (above).
                 unsafe { put(mine, v) };
@@ -227,6 +261,20 @@ impl<T> Chan<T> {
             }
             None => false,
         }
+    }
+
+    /// The receive shortcut: the front value if one is buffered and no
+    /// sender waits. The readiness word is left as it was unless the
+    /// buffer is now empty (`BUFFERED` clears) or was full (`ROOM` may set).
+    #[inline(always)]
+    fn pop_shortcut(&self, st: &mut Guard<'_, T>) -> Option<T> {
+        if !st.sendq.is_empty() {
+            return None;
+        }
+        let len = st.buf.len();
+        let v = st.buf.pop_front()?;
+        st.keep_word = len >= 2 && len < self.cap;
+        Some(v)
     }
 
     /// [`send_buffered_locked`](Self::send_buffered_locked) with the lock
@@ -242,7 +290,7 @@ impl<T> Chan<T> {
         if st.gone != 0 || !st.recvq.is_empty() || st.buf.len() >= self.cap {
             return Err(value);
         }
-        st.buf.push_back(value);
+        self.push_shortcut(&mut st, value);
         Ok(())
     }
 
@@ -254,11 +302,7 @@ impl<T> Chan<T> {
         if !self.may(readiness::BUFFERED) {
             return None;
         }
-        let mut st = self.lock();
-        if !st.sendq.is_empty() {
-            return None;
-        }
-        st.buf.pop_front()
+        self.pop_shortcut(&mut self.lock())
     }
 
     /// Tries to deliver the value in `mine` (the sender's slot).
@@ -455,5 +499,61 @@ impl<T> Chan<T> {
         if self.receivers.fetch_sub(1, Ordering::AcqRel) == 1 {
             self.close_receivers();
         }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// The word after an unlock is the summary of the state, whether the
+    /// unlock stored it or (after a shortcut) left it.
+    fn assert_word_fresh<T>(chan: &Chan<T>) {
+        let st = chan.lock();
+        let fresh = chan.summary(&st);
+        drop(st);
+        assert_eq!(chan.readiness.load(Ordering::Relaxed), fresh);
+    }
+
+    #[test]
+    fn shortcuts_keep_the_readiness_word_exact() {
+        for cap in [1, 2, 3, 5, usize::MAX] {
+            let chan = Chan::new(cap);
+            let n = cap.min(6);
+            // Fill, drain, then interleave, checking after every step.
+            for v in 0..n {
+                assert_eq!(chan.try_send_buffered(v), Ok(()), "cap {cap}");
+                assert_word_fresh(&chan);
+            }
+            assert_eq!(chan.may(readiness::ROOM), n < cap, "cap {cap}");
+            for v in 0..n {
+                assert_eq!(chan.try_recv_buffered(), Some(v), "cap {cap}");
+                assert_word_fresh(&chan);
+            }
+            assert!(!chan.may(readiness::BUFFERED), "cap {cap}");
+            // Receives one behind the sends where there is room for two.
+            let lag = usize::from(cap >= 2);
+            for v in 0..2 * n {
+                assert_eq!(chan.try_send_buffered(v), Ok(()), "cap {cap}");
+                assert_word_fresh(&chan);
+                if v >= lag {
+                    assert_eq!(chan.try_recv_buffered(), Some(v - lag), "cap {cap}");
+                    assert_word_fresh(&chan);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_rescued_value_beyond_capacity_keeps_the_word_exact() {
+        let chan = Chan::new(1);
+        assert_eq!(chan.try_send_buffered(1), Ok(()));
+        chan.rescue(0); // to the front, beyond capacity
+        assert_word_fresh(&chan);
+        assert_eq!(chan.try_recv_buffered(), Some(0));
+        assert_word_fresh(&chan);
+        assert_eq!(chan.try_recv_buffered(), Some(1));
+        assert_word_fresh(&chan);
+        assert_eq!(chan.try_recv_buffered(), None);
     }
 }

@@ -4,7 +4,7 @@
 //! Each op owns its payload slot and remembers the record it published (to
 //! withdraw it). Both are pinned inside the perform while published.
 
-use super::meeting::{Chan, Received, Sent, readiness};
+use super::meeting::{Chan, Guard, Received, Sent, readiness};
 use super::{RecvError, SendError};
 use crate::loom::{Arc, UnsafeCell};
 use crate::op::slot::{Slot, take};
@@ -117,71 +117,41 @@ impl<T> Op for RecvOp<'_, T> {
     // Committed by its partners, never woken to look again.
     fn repoll(self: Pin<&mut Self>, _cx: BlockCx<'_>) {}
 
-    fn try_now(mut self: Pin<&mut Self>) -> Option<Self::Output> {
-        let (chan, slot, _) = self.as_mut().project();
+    // Always inline, as `try_or_publish`; the rest is `recv_now_slow`.
+    #[inline(always)]
+    fn try_now(self: Pin<&mut Self>) -> Option<Self::Output> {
+        let (chan, slot, _) = self.project();
         if !chan.may(readiness::RECV_MAY) {
             return None;
         }
         let mut st = chan.lock();
-        // SAFETY (both calls): unpublished: the slot is ours.
+        // SAFETY: unpublished: the slot is ours.
         if unsafe { chan.recv_buffered_locked(&mut st, slot) } {
             drop(st);
-            return Some(self.take_result());
+            // SAFETY: committed by us, unpublished: the slot is ours.
+            return Some(unsafe { take(slot) }.ok_or(RecvError));
         }
-        match unsafe { chan.recv_locked(&mut st, slot, Seeker::FREE) } {
-            Received::Done(waker) => {
-                drop(st);
-                wake(waker);
-                Some(self.take_result())
-            }
-            Received::Buffered => {
-                let refilled = chan.refill_locked(&mut st, None);
-                drop(st);
-                wake(refilled);
-                Some(self.take_result())
-            }
-            Received::Disconnected => Some(Err(RecvError)),
-            Received::NotReady => None,
-            Received::SelfSynced => unreachable!("unpublished op saw itself synced"),
-        }
+        recv_now_slow(chan, st, slot)
     }
 
-    fn try_or_publish(mut self: Pin<&mut Self>, cx: BlockCx<'_>) -> Tried<Self::Output> {
-        let (chan, slot, published) = self.as_mut().project();
+    // Always inline: the readiness test and the buffered shortcut, so that
+    // a choice's loop pays no call for a branch that cannot commit or that
+    // takes a buffered value (LLVM leaves a plain `#[inline]` out of line);
+    // the rest is `recv_try_slow`.
+    #[inline(always)]
+    fn try_or_publish(self: Pin<&mut Self>, cx: BlockCx<'_>) -> Tried<Self::Output> {
+        let (chan, slot, published) = self.project();
         if !chan.may(readiness::RECV_MAY) {
             return Tried::NotReady;
         }
         let mut st = chan.lock();
-        // SAFETY (both calls): unpublished (the caller's contract): the
-        // slot is ours.
+        // SAFETY: unpublished (the caller's contract): the slot is ours.
         if unsafe { chan.recv_buffered_locked(&mut st, slot) } {
             drop(st);
-            return Tried::Committed(self.take_result());
+            // SAFETY: committed by us, unpublished: the slot is ours.
+            return Tried::Committed(unsafe { take(slot) }.ok_or(RecvError));
         }
-        match unsafe { chan.recv_locked(&mut st, slot, Seeker::FREE) } {
-            Received::Done(waker) => {
-                drop(st);
-                wake(waker);
-                Tried::Committed(self.take_result())
-            }
-            Received::Buffered => {
-                let refilled = chan.refill_locked(&mut st, None);
-                drop(st);
-                wake(refilled);
-                Tried::Committed(self.take_result())
-            }
-            Received::Disconnected => Tried::Committed(Err(RecvError)),
-            Received::NotReady => {
-                // The lock found only stale records (it dropped them):
-                // publish under it rather than lock again in `block`.
-                // Nothing of the perform is published yet, so the waker
-                // goes in first.
-                cx.state.set_waker_unpublished(cx.waker.clone());
-                *published = Some(st.recvq.publish(cx, slot));
-                Tried::Published
-            }
-            Received::SelfSynced => unreachable!("unpublished op saw itself synced"),
-        }
+        recv_try_slow(chan, st, slot, published, cx)
     }
 
     fn block(self: Pin<&mut Self>, cx: BlockCx<'_>) {
@@ -227,13 +197,13 @@ impl<T> Op for RecvOp<'_, T> {
         }
     }
 
+    // Inline: a branch that published nothing (a choice's losers after a
+    // try) only tests `published`.
+    #[inline]
     fn withdraw(self: Pin<&mut Self>) {
         let (chan, _, published) = self.project();
         if let Some(reg) = published.take() {
-            // SAFETY: our own record. Unlinked: a partner took it out.
-            if !unsafe { reg.is_unlinked() } {
-                chan.lock().recvq.remove(reg);
-            }
+            withdraw_published(chan, reg, |st| &mut st.recvq);
         }
     }
 }
@@ -331,60 +301,35 @@ impl<T> Op for SendOp<'_, T> {
     // Committed by its partners, never woken to look again.
     fn repoll(self: Pin<&mut Self>, _cx: BlockCx<'_>) {}
 
-    fn try_now(mut self: Pin<&mut Self>) -> Option<Self::Output> {
-        let (chan, slot, _) = self.as_mut().project();
+    // Always inline, as `try_or_publish`; the rest is `send_now_slow`.
+    #[inline(always)]
+    fn try_now(self: Pin<&mut Self>) -> Option<Self::Output> {
+        let (chan, slot, _) = self.project();
         if !chan.may(readiness::SEND_MAY) {
             return None;
         }
         let mut st = chan.lock();
-        // SAFETY (both calls): unpublished: the slot is ours.
+        // SAFETY: unpublished: the slot is ours.
         if unsafe { chan.send_buffered_locked(&mut st, slot) } {
             return Some(Ok(()));
         }
-        match unsafe { chan.send_locked(&mut st, slot, Seeker::FREE) } {
-            Sent::Done(waker) => {
-                drop(st);
-                wake(waker);
-                Some(Ok(()))
-            }
-            Sent::Disconnected => {
-                drop(st);
-                Some(self.take_result())
-            }
-            Sent::NotReady => None,
-            Sent::SelfSynced => unreachable!("unpublished op saw itself synced"),
-        }
+        send_now_slow(chan, st, slot)
     }
 
-    fn try_or_publish(mut self: Pin<&mut Self>, cx: BlockCx<'_>) -> Tried<Self::Output> {
-        let (chan, slot, published) = self.as_mut().project();
+    // Always inline, as `RecvOp::try_or_publish`; the rest is
+    // `send_try_slow`.
+    #[inline(always)]
+    fn try_or_publish(self: Pin<&mut Self>, cx: BlockCx<'_>) -> Tried<Self::Output> {
+        let (chan, slot, published) = self.project();
         if !chan.may(readiness::SEND_MAY) {
             return Tried::NotReady;
         }
         let mut st = chan.lock();
-        // SAFETY (both calls): unpublished (the caller's contract): the
-        // slot is ours.
+        // SAFETY: unpublished (the caller's contract): the slot is ours.
         if unsafe { chan.send_buffered_locked(&mut st, slot) } {
             return Tried::Committed(Ok(()));
         }
-        match unsafe { chan.send_locked(&mut st, slot, Seeker::FREE) } {
-            Sent::Done(waker) => {
-                drop(st);
-                wake(waker);
-                Tried::Committed(Ok(()))
-            }
-            Sent::Disconnected => {
-                drop(st);
-                Tried::Committed(self.take_result())
-            }
-            Sent::NotReady => {
-                // As in `RecvOp::try_or_publish`.
-                cx.state.set_waker_unpublished(cx.waker.clone());
-                *published = Some(st.sendq.publish(cx, slot));
-                Tried::Published
-            }
-            Sent::SelfSynced => unreachable!("unpublished op saw itself synced"),
-        }
+        send_try_slow(chan, st, slot, published, cx)
     }
 
     fn block(self: Pin<&mut Self>, cx: BlockCx<'_>) {
@@ -417,13 +362,159 @@ impl<T> Op for SendOp<'_, T> {
         *self.project().2 = None;
     }
 
+    // Inline: a branch that published nothing (a choice's losers after a
+    // try) only tests `published`.
+    #[inline]
     fn withdraw(self: Pin<&mut Self>) {
         let (chan, _, published) = self.project();
         if let Some(reg) = published.take() {
-            // SAFETY: our own record. Unlinked: a partner took it out.
-            if !unsafe { reg.is_unlinked() } {
-                chan.lock().sendq.remove(reg);
-            }
+            withdraw_published(chan, reg, |st| &mut st.sendq);
         }
+    }
+}
+
+/// `RecvOp::try_or_publish` past the shortcut, under the lock `st`: the
+/// general receive, and if nobody is there, the record published under the
+/// same lock.
+#[inline(never)]
+fn recv_try_slow<T>(
+    chan: &Chan<T>,
+    mut st: Guard<'_, T>,
+    slot: &Slot<T>,
+    published: &mut Option<Registration>,
+    cx: BlockCx<'_>,
+) -> Tried<Result<T, RecvError>> {
+    // SAFETY: unpublished (the caller's contract): the slot is ours.
+    match unsafe { chan.recv_locked(&mut st, slot, Seeker::FREE) } {
+        Received::Done(waker) => {
+            drop(st);
+            wake(waker);
+            // SAFETY: committed by us, unpublished: the slot is ours.
+            Tried::Committed(unsafe { take(slot) }.ok_or(RecvError))
+        }
+        Received::Buffered => {
+            let refilled = chan.refill_locked(&mut st, None);
+            drop(st);
+            wake(refilled);
+            // SAFETY: as above.
+            Tried::Committed(unsafe { take(slot) }.ok_or(RecvError))
+        }
+        Received::Disconnected => Tried::Committed(Err(RecvError)),
+        Received::NotReady => {
+            // The lock found only stale records (it dropped them):
+            // publish under it rather than lock again in `block`.
+            // Nothing of the perform is published yet, so the waker
+            // goes in first.
+            cx.state.set_waker_unpublished(cx.waker.clone());
+            *published = Some(st.recvq.publish(cx, slot));
+            Tried::Published
+        }
+        Received::SelfSynced => unreachable!("unpublished op saw itself synced"),
+    }
+}
+
+/// `SendOp::try_or_publish` past the shortcut, as [`recv_try_slow`].
+#[inline(never)]
+fn send_try_slow<T>(
+    chan: &Chan<T>,
+    mut st: Guard<'_, T>,
+    slot: &Slot<T>,
+    published: &mut Option<Registration>,
+    cx: BlockCx<'_>,
+) -> Tried<Result<(), SendError<T>>> {
+    // SAFETY: unpublished (the caller's contract): the slot is ours.
+    match unsafe { chan.send_locked(&mut st, slot, Seeker::FREE) } {
+        Sent::Done(waker) => {
+            drop(st);
+            wake(waker);
+            Tried::Committed(Ok(()))
+        }
+        Sent::Disconnected => {
+            drop(st);
+            // SAFETY: committed, unpublished: the slot is ours. The value
+            // is still there (nobody took it).
+            Tried::Committed(match unsafe { take(slot) } {
+                None => Ok(()),
+                Some(v) => Err(SendError(v)),
+            })
+        }
+        Sent::NotReady => {
+            // As in `recv_try_slow`.
+            cx.state.set_waker_unpublished(cx.waker.clone());
+            *published = Some(st.sendq.publish(cx, slot));
+            Tried::Published
+        }
+        Sent::SelfSynced => unreachable!("unpublished op saw itself synced"),
+    }
+}
+
+/// A leaf's withdrawal of its published record `reg` from the queue `queue`
+/// picks (out of line: the common withdrawal has nothing published).
+#[inline(never)]
+fn withdraw_published<T>(
+    chan: &Chan<T>,
+    reg: Registration,
+    queue: impl FnOnce(&mut super::meeting::State<T>) -> &mut crate::op::waiter::WaitQueue<Slot<T>>,
+) {
+    // SAFETY: our own record. Unlinked: a partner took it out.
+    if !unsafe { reg.is_unlinked() } {
+        queue(&mut chan.lock()).remove(reg);
+    }
+}
+
+/// `RecvOp::try_now` past the shortcut, under the lock `st`: the general
+/// receive, publishing nothing.
+#[inline(never)]
+fn recv_now_slow<T>(
+    chan: &Chan<T>,
+    mut st: Guard<'_, T>,
+    slot: &Slot<T>,
+) -> Option<Result<T, RecvError>> {
+    // SAFETY: unpublished (the caller's contract): the slot is ours.
+    match unsafe { chan.recv_locked(&mut st, slot, Seeker::FREE) } {
+        Received::Done(waker) => {
+            drop(st);
+            wake(waker);
+            // SAFETY: committed by us, unpublished: the slot is ours.
+            Some(unsafe { take(slot) }.ok_or(RecvError))
+        }
+        Received::Buffered => {
+            let refilled = chan.refill_locked(&mut st, None);
+            drop(st);
+            wake(refilled);
+            // SAFETY: as above.
+            Some(unsafe { take(slot) }.ok_or(RecvError))
+        }
+        Received::Disconnected => Some(Err(RecvError)),
+        Received::NotReady => None,
+        Received::SelfSynced => unreachable!("unpublished op saw itself synced"),
+    }
+}
+
+/// `SendOp::try_now` past the shortcut, as [`recv_now_slow`].
+#[inline(never)]
+fn send_now_slow<T>(
+    chan: &Chan<T>,
+    mut st: Guard<'_, T>,
+    slot: &Slot<T>,
+) -> Option<Result<(), SendError<T>>> {
+    // SAFETY: unpublished (the caller's contract): the slot is ours.
+    match unsafe { chan.send_locked(&mut st, slot, Seeker::FREE) } {
+        Sent::Done(waker) => {
+            drop(st);
+            wake(waker);
+            Some(Ok(()))
+        }
+        Sent::Disconnected => {
+            drop(st);
+            // SAFETY: committed, unpublished: the slot is ours. The value
+            // is still there (nobody took it).
+            Some(match unsafe { take(slot) } {
+                None => Ok(()),
+                Some(v) => Err(SendError(v)),
+            })
+        }
+        Sent::NotReady => None,
+        Sent::SelfSynced => unreachable!("unpublished op saw itself synced"),
     }
 }

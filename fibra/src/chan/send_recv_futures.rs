@@ -115,7 +115,7 @@ impl<'a, T> Wait<'a, T> {
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         side: Side,
-        fast: impl FnOnce(&Chan<T>, &mut State<T>, &Slot<T>) -> bool,
+        fast: impl FnOnce(&Chan<T>, &mut Guard<'_, T>, &Slot<T>) -> bool,
         attempt: impl FnOnce(&Chan<T>, &mut State<T>, &Slot<T>) -> Option<Option<Waker>>,
     ) -> Poll<Option<T>> {
         // SAFETY: `state` and `slot` stay where they are (only shared

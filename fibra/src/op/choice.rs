@@ -6,6 +6,11 @@
 //! numbering is stable from the end of the try phase (every guard and
 //! `with_nack` built) until the perform ends.
 //!
+//! A choice reaches its branches through [`Branches::look`] and
+//! [`Branches::call`] with one step type per protocol method (`TryNow`,
+//! `Block`, ...), so over an array, a `Vec` or a tuple each branch method is
+//! a static call the compiler can inline, not a call through `dyn Op`.
+//!
 //! Fair choice (`choose`) starts the try scan and the block-phase publication
 //! at a random branch; biased choice (`choose_biased`) always starts at the
 //! first. Either way the try phase commits the first ready branch it meets.
@@ -40,14 +45,71 @@ pub trait Branches: Sealed {
     /// ```
     fn count(&self) -> usize;
 
-    /// Branch `i`.
+    /// Calls `f` on branch `i` (statically dispatched where the branch
+    /// types are known: no virtual call for arrays, `Vec`s and tuples).
     #[doc(hidden)]
-    fn branch(&self, i: usize) -> &dyn Op<Output = Self::Output>;
+    fn look<F: BranchLook<Self::Output>>(&self, i: usize, f: F) -> F::Out;
 
-    /// Branch `i`, pinned.
+    /// Calls `f` on branch `i`, pinned.
     #[doc(hidden)]
-    fn branch_mut(self: Pin<&mut Self>, i: usize) -> Pin<&mut dyn Op<Output = Self::Output>>;
+    fn call<F: BranchCall<Self::Output>>(self: Pin<&mut Self>, i: usize, f: F) -> F::Out;
 }
+
+/// A question asked of one branch of a choice ([`Branches::look`]): a
+/// generic function over the branch's op type, so that the choice's loops
+/// call each branch's methods directly rather than through a `dyn Op`.
+#[doc(hidden)]
+pub trait BranchLook<T> {
+    /// The answer.
+    type Out;
+    /// Asks `op`.
+    fn look<O: Op<Output = T> + ?Sized>(self, op: &O) -> Self::Out;
+}
+
+/// A protocol step run on one branch of a choice ([`Branches::call`]), as
+/// [`BranchLook`] for the steps that take the branch pinned.
+#[doc(hidden)]
+pub trait BranchCall<T> {
+    /// What the step returns.
+    type Out;
+    /// Runs the step on `op`.
+    fn call<O: Op<Output = T> + ?Sized>(self, op: Pin<&mut O>) -> Self::Out;
+}
+
+/// Defines a unit-like step type for [`BranchLook`] / [`BranchCall`].
+macro_rules! branch_step {
+    (look $name:ident -> $out:ty, |$op:ident| $body:expr) => {
+        struct $name;
+        impl<T> BranchLook<T> for $name {
+            type Out = $out;
+            #[inline(always)]
+            fn look<O: Op<Output = T> + ?Sized>(self, $op: &O) -> $out {
+                $body
+            }
+        }
+    };
+    (call $name:ident $(<$lt:lifetime>)? ($($field:ty)?) -> $out:ty, |$self_:ident, $op:ident| $body:expr) => {
+        struct $name $(<$lt>)? ($($field)?);
+        impl<$($lt,)? T> BranchCall<T> for $name $(<$lt>)? {
+            type Out = $out;
+            #[inline(always)]
+            fn call<O: Op<Output = T> + ?Sized>($self_, $op: Pin<&mut O>) -> $out {
+                $body
+            }
+        }
+    };
+}
+
+branch_step!(look Leaves -> usize, |op| op.leaves());
+branch_step!(look CommitsRemotely -> bool, |op| op.commits_remotely());
+branch_step!(call Prepare() -> (), |self, op| op.prepare());
+branch_step!(call TryNow() -> Option<T>, |self, op| op.try_now());
+branch_step!(call TryOrPublish<'a>(BlockCx<'a>) -> Tried<T>, |self, op| op.try_or_publish(self.0));
+branch_step!(call Block<'a>(BlockCx<'a>) -> (), |self, op| op.block(self.0));
+branch_step!(call Repoll<'a>(BlockCx<'a>) -> (), |self, op| op.repoll(self.0));
+branch_step!(call Finish(usize) -> T, |self, op| op.finish(self.0));
+branch_step!(call Abandon(usize) -> (), |self, op| op.abandon(self.0));
+branch_step!(call Withdraw() -> (), |self, op| op.withdraw());
 
 /// Commits exactly one of `branches`, chosen fairly among those ready: the
 /// scan starts at a random branch (per-thread generator, see
@@ -146,7 +208,7 @@ impl<B: Branches> Choose<B> {
     fn owner_of(&self, leaf: usize) -> (usize, usize) {
         let mut offset = 0;
         for i in 0..self.branches.count() {
-            let n = self.branches.branch(i).leaves();
+            let n = self.branches.look(i, Leaves);
             if leaf < offset + n {
                 return (i, offset);
             }
@@ -159,7 +221,7 @@ impl<B: Branches> Choose<B> {
         let (mut branches, _, _) = self.project();
         for i in 0..branches.count() {
             if Some(i) != keep {
-                branches.as_mut().branch_mut(i).withdraw();
+                branches.as_mut().call(i, Withdraw());
             }
         }
     }
@@ -170,18 +232,18 @@ impl<B: Branches> Op for Choose<B> {
 
     fn leaves(&self) -> usize {
         (0..self.branches.count())
-            .map(|i| self.branches.branch(i).leaves())
+            .map(|i| self.branches.look(i, Leaves))
             .sum()
     }
 
     fn commits_remotely(&self) -> bool {
-        (0..self.branches.count()).any(|i| self.branches.branch(i).commits_remotely())
+        (0..self.branches.count()).any(|i| self.branches.look(i, CommitsRemotely))
     }
 
     fn prepare(self: Pin<&mut Self>) {
         let (mut branches, _, _) = self.project();
         for i in 0..branches.count() {
-            branches.as_mut().branch_mut(i).prepare();
+            branches.as_mut().call(i, Prepare());
         }
     }
 
@@ -195,7 +257,7 @@ impl<B: Branches> Op for Choose<B> {
         let start = *start;
         for k in 0..n {
             let i = (start + k) % n;
-            if let Some(out) = branches.as_mut().branch_mut(i).try_now() {
+            if let Some(out) = branches.as_mut().call(i, TryNow()) {
                 // Branches tried before this one may have built guards or
                 // nacks: they lost.
                 self.withdraw_all_but(Some(i));
@@ -216,19 +278,15 @@ impl<B: Branches> Op for Choose<B> {
         // Leaf offset of branch `start`, then walk start..n, 0..start, as
         // `block` does.
         let mut offset: usize = (0..start)
-            .map(|i| branches.as_ref().get_ref().branch(i).leaves())
+            .map(|i| branches.as_ref().get_ref().look(i, Leaves))
             .sum();
         for k in 0..n {
             let i = (start + k) % n;
             if i == 0 {
                 offset = 0;
             }
-            let leaves = branches.as_ref().get_ref().branch(i).leaves();
-            match branches
-                .as_mut()
-                .branch_mut(i)
-                .try_or_publish(cx.offset(offset))
-            {
+            let leaves = branches.as_ref().get_ref().look(i, Leaves);
+            match branches.as_mut().call(i, TryOrPublish(cx.offset(offset))) {
                 Tried::Committed(out) => {
                     // Nothing is published: as in `try_now`.
                     self.withdraw_all_but(Some(i));
@@ -248,8 +306,8 @@ impl<B: Branches> Op for Choose<B> {
                         if cx.state.load() != super::state::Seen::Waiting {
                             break; // some branch committed: publish no more
                         }
-                        let leaves = branches.as_ref().get_ref().branch(j).leaves();
-                        branches.as_mut().branch_mut(j).block(cx.offset(offset));
+                        let leaves = branches.as_ref().get_ref().look(j, Leaves);
+                        branches.as_mut().call(j, Block(cx.offset(offset)));
                         offset += leaves;
                     }
                     return Tried::Published;
@@ -265,7 +323,7 @@ impl<B: Branches> Op for Choose<B> {
         let start = *start;
         // Leaf offset of branch `start`, then walk start..n, 0..start.
         let mut offset: usize = (0..start)
-            .map(|i| branches.as_ref().get_ref().branch(i).leaves())
+            .map(|i| branches.as_ref().get_ref().look(i, Leaves))
             .sum();
         for k in 0..n {
             let i = (start + k) % n;
@@ -275,8 +333,8 @@ impl<B: Branches> Op for Choose<B> {
             if cx.state.load() != super::state::Seen::Waiting {
                 return; // some branch committed: publish no more
             }
-            let leaves = branches.as_ref().get_ref().branch(i).leaves();
-            branches.as_mut().branch_mut(i).block(cx.offset(offset));
+            let leaves = branches.as_ref().get_ref().look(i, Leaves);
+            branches.as_mut().call(i, Block(cx.offset(offset)));
             offset += leaves;
         }
     }
@@ -288,8 +346,8 @@ impl<B: Branches> Op for Choose<B> {
             if cx.state.load() != super::state::Seen::Waiting {
                 return;
             }
-            let leaves = branches.as_ref().get_ref().branch(i).leaves();
-            branches.as_mut().branch_mut(i).repoll(cx.offset(offset));
+            let leaves = branches.as_ref().get_ref().look(i, Leaves);
+            branches.as_mut().call(i, Repoll(cx.offset(offset)));
             offset += leaves;
         }
     }
@@ -298,14 +356,14 @@ impl<B: Branches> Op for Choose<B> {
         let (winner, offset) = self.owner_of(leaf);
         self.as_mut().withdraw_all_but(Some(winner));
         let (branches, _, _) = self.project();
-        branches.branch_mut(winner).finish(leaf - offset)
+        branches.call(winner, Finish(leaf - offset))
     }
 
     fn abandon(mut self: Pin<&mut Self>, leaf: usize) {
         let (winner, offset) = self.owner_of(leaf);
         self.as_mut().withdraw_all_but(Some(winner));
         let (branches, _, _) = self.project();
-        branches.branch_mut(winner).abandon(leaf - offset);
+        branches.call(winner, Abandon(leaf - offset));
     }
 
     fn withdraw(self: Pin<&mut Self>) {
@@ -387,15 +445,17 @@ impl<O: Op> Branches for Vec<O> {
         self.len()
     }
 
-    fn branch(&self, i: usize) -> &dyn Op<Output = O::Output> {
-        &self[i]
+    #[inline(always)]
+    fn look<F: BranchLook<O::Output>>(&self, i: usize, f: F) -> F::Out {
+        f.look(&self[i])
     }
 
-    fn branch_mut(self: Pin<&mut Self>, i: usize) -> Pin<&mut dyn Op<Output = O::Output>> {
+    #[inline(always)]
+    fn call<F: BranchCall<O::Output>>(self: Pin<&mut Self>, i: usize, f: F) -> F::Out {
         // SAFETY: the elements are structurally pinned: the `Choose` that owns
         // this Vec is !Unpin and never pushes, pops or reallocates it, so
         // elements stay in place until dropped with the Vec.
-        unsafe { self.map_unchecked_mut(|v| &mut v[i] as &mut dyn Op<Output = O::Output>) }
+        f.call(unsafe { self.map_unchecked_mut(|v| &mut v[i]) })
     }
 }
 
@@ -408,13 +468,15 @@ impl<O: Op, const N: usize> Branches for [O; N] {
         N
     }
 
-    fn branch(&self, i: usize) -> &dyn Op<Output = O::Output> {
-        &self[i]
+    #[inline(always)]
+    fn look<F: BranchLook<O::Output>>(&self, i: usize, f: F) -> F::Out {
+        f.look(&self[i])
     }
 
-    fn branch_mut(self: Pin<&mut Self>, i: usize) -> Pin<&mut dyn Op<Output = O::Output>> {
+    #[inline(always)]
+    fn call<F: BranchCall<O::Output>>(self: Pin<&mut Self>, i: usize, f: F) -> F::Out {
         // SAFETY: array elements are structurally pinned; none is moved.
-        unsafe { self.map_unchecked_mut(|v| &mut v[i] as &mut dyn Op<Output = O::Output>) }
+        f.call(unsafe { self.map_unchecked_mut(|v| &mut v[i]) })
     }
 }
 
@@ -429,20 +491,22 @@ macro_rules! tuple_branches {
                 $n
             }
 
-            fn branch(&self, i: usize) -> &dyn Op<Output = T> {
+            #[inline]
+            fn look<Step: BranchLook<T>>(&self, i: usize, f: Step) -> Step::Out {
                 match i {
-                    $($idx => &self.$idx,)+
+                    $($idx => f.look(&self.$idx),)+
                     _ => unreachable!("branch {i} of {}", $n),
                 }
             }
 
-            fn branch_mut(self: Pin<&mut Self>, i: usize) -> Pin<&mut dyn Op<Output = T>> {
+            #[inline]
+            fn call<Step: BranchCall<T>>(self: Pin<&mut Self>, i: usize, f: Step) -> Step::Out {
                 // SAFETY: tuple fields are structurally pinned; none is moved.
-                unsafe {
-                    self.map_unchecked_mut(|t| match i {
-                        $($idx => &mut t.$idx as &mut dyn Op<Output = T>,)+
-                        _ => unreachable!("branch {i} of {}", $n),
-                    })
+                let this = unsafe { self.get_unchecked_mut() };
+                match i {
+                    // SAFETY: as above.
+                    $($idx => f.call(unsafe { Pin::new_unchecked(&mut this.$idx) }),)+
+                    _ => unreachable!("branch {i} of {}", $n),
                 }
             }
         }

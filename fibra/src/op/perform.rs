@@ -67,16 +67,28 @@ pin_project! {
     }
 
     impl<O: Op> PinnedDrop for Perform<O> {
+        #[inline]
         fn drop(this: Pin<&mut Self>) {
-            let this = this.project();
-            if *this.phase != Phase::Blocked {
-                return;
+            // The common drop is of a finished perform: only the phase test
+            // is inline.
+            if this.phase == Phase::Blocked {
+                this.drop_blocked();
             }
-            *this.phase = Phase::Done;
-            match this.state.cancel() {
-                Ok(()) => this.op.withdraw(),
-                Err(leaf) => this.op.abandon(leaf),
-            }
+        }
+    }
+}
+
+impl<O: Op> Perform<O> {
+    /// A drop while `Blocked`: cancels, then withdraws (or abandons the
+    /// result of a commit that came first).
+    #[cold]
+    #[inline(never)]
+    fn drop_blocked(self: Pin<&mut Self>) {
+        let this = self.project();
+        *this.phase = Phase::Done;
+        match this.state.cancel() {
+            Ok(()) => this.op.withdraw(),
+            Err(leaf) => this.op.abandon(leaf),
         }
     }
 }
