@@ -373,34 +373,77 @@ impl<T> Op for SendOp<'_, T> {
     }
 }
 
-/// `RecvOp::try_or_publish` past the shortcut, under the lock `st`: the
-/// general receive, and if nobody is there, the record published under the
-/// same lock.
-#[inline(never)]
-fn recv_try_slow<T>(
+/// The general receive under the lock `st`, publishing nothing: its
+/// outcome, or the lock back if no sender and no value was there.
+#[inline(always)]
+fn recv_general<'a, T>(
     chan: &Chan<T>,
-    mut st: Guard<'_, T>,
+    mut st: Guard<'a, T>,
     slot: &Slot<T>,
-    published: &mut Option<Registration>,
-    cx: BlockCx<'_>,
-) -> Tried<Result<T, RecvError>> {
+) -> Result<Result<T, RecvError>, Guard<'a, T>> {
     // SAFETY: unpublished (the caller's contract): the slot is ours.
     match unsafe { chan.recv_locked(&mut st, slot, Seeker::FREE) } {
         Received::Done(waker) => {
             drop(st);
             wake(waker);
             // SAFETY: committed by us, unpublished: the slot is ours.
-            Tried::Committed(unsafe { take(slot) }.ok_or(RecvError))
+            Ok(unsafe { take(slot) }.ok_or(RecvError))
         }
         Received::Buffered => {
             let refilled = chan.refill_locked(&mut st, None);
             drop(st);
             wake(refilled);
             // SAFETY: as above.
-            Tried::Committed(unsafe { take(slot) }.ok_or(RecvError))
+            Ok(unsafe { take(slot) }.ok_or(RecvError))
         }
-        Received::Disconnected => Tried::Committed(Err(RecvError)),
-        Received::NotReady => {
+        Received::Disconnected => Ok(Err(RecvError)),
+        Received::NotReady => Err(st),
+        Received::SelfSynced => unreachable!("unpublished op saw itself synced"),
+    }
+}
+
+/// The general send under the lock `st`, as [`recv_general`].
+#[inline(always)]
+fn send_general<'a, T>(
+    chan: &Chan<T>,
+    mut st: Guard<'a, T>,
+    slot: &Slot<T>,
+) -> Result<Result<(), SendError<T>>, Guard<'a, T>> {
+    // SAFETY: unpublished (the caller's contract): the slot is ours.
+    match unsafe { chan.send_locked(&mut st, slot, Seeker::FREE) } {
+        Sent::Done(waker) => {
+            drop(st);
+            wake(waker);
+            Ok(Ok(()))
+        }
+        Sent::Disconnected => {
+            drop(st);
+            // SAFETY: committed, unpublished: the slot is ours. The value
+            // is still there (nobody took it).
+            Ok(match unsafe { take(slot) } {
+                None => Ok(()),
+                Some(v) => Err(SendError(v)),
+            })
+        }
+        Sent::NotReady => Err(st),
+        Sent::SelfSynced => unreachable!("unpublished op saw itself synced"),
+    }
+}
+
+/// `RecvOp::try_or_publish` past the shortcut, under the lock `st`: the
+/// general receive, and if nobody is there, the record published under the
+/// same lock.
+#[inline(never)]
+fn recv_try_slow<T>(
+    chan: &Chan<T>,
+    st: Guard<'_, T>,
+    slot: &Slot<T>,
+    published: &mut Option<Registration>,
+    cx: BlockCx<'_>,
+) -> Tried<Result<T, RecvError>> {
+    match recv_general(chan, st, slot) {
+        Ok(out) => Tried::Committed(out),
+        Err(mut st) => {
             // The lock found only stale records (it dropped them):
             // publish under it rather than lock again in `block`.
             // Nothing of the perform is published yet, so the waker
@@ -409,7 +452,6 @@ fn recv_try_slow<T>(
             *published = Some(st.recvq.publish(cx, slot));
             Tried::Published
         }
-        Received::SelfSynced => unreachable!("unpublished op saw itself synced"),
     }
 }
 
@@ -417,34 +459,19 @@ fn recv_try_slow<T>(
 #[inline(never)]
 fn send_try_slow<T>(
     chan: &Chan<T>,
-    mut st: Guard<'_, T>,
+    st: Guard<'_, T>,
     slot: &Slot<T>,
     published: &mut Option<Registration>,
     cx: BlockCx<'_>,
 ) -> Tried<Result<(), SendError<T>>> {
-    // SAFETY: unpublished (the caller's contract): the slot is ours.
-    match unsafe { chan.send_locked(&mut st, slot, Seeker::FREE) } {
-        Sent::Done(waker) => {
-            drop(st);
-            wake(waker);
-            Tried::Committed(Ok(()))
-        }
-        Sent::Disconnected => {
-            drop(st);
-            // SAFETY: committed, unpublished: the slot is ours. The value
-            // is still there (nobody took it).
-            Tried::Committed(match unsafe { take(slot) } {
-                None => Ok(()),
-                Some(v) => Err(SendError(v)),
-            })
-        }
-        Sent::NotReady => {
+    match send_general(chan, st, slot) {
+        Ok(out) => Tried::Committed(out),
+        Err(mut st) => {
             // As in `recv_try_slow`.
             cx.state.set_waker_unpublished(cx.waker.clone());
             *published = Some(st.sendq.publish(cx, slot));
             Tried::Published
         }
-        Sent::SelfSynced => unreachable!("unpublished op saw itself synced"),
     }
 }
 
@@ -467,54 +494,18 @@ fn withdraw_published<T>(
 #[inline(never)]
 fn recv_now_slow<T>(
     chan: &Chan<T>,
-    mut st: Guard<'_, T>,
+    st: Guard<'_, T>,
     slot: &Slot<T>,
 ) -> Option<Result<T, RecvError>> {
-    // SAFETY: unpublished (the caller's contract): the slot is ours.
-    match unsafe { chan.recv_locked(&mut st, slot, Seeker::FREE) } {
-        Received::Done(waker) => {
-            drop(st);
-            wake(waker);
-            // SAFETY: committed by us, unpublished: the slot is ours.
-            Some(unsafe { take(slot) }.ok_or(RecvError))
-        }
-        Received::Buffered => {
-            let refilled = chan.refill_locked(&mut st, None);
-            drop(st);
-            wake(refilled);
-            // SAFETY: as above.
-            Some(unsafe { take(slot) }.ok_or(RecvError))
-        }
-        Received::Disconnected => Some(Err(RecvError)),
-        Received::NotReady => None,
-        Received::SelfSynced => unreachable!("unpublished op saw itself synced"),
-    }
+    recv_general(chan, st, slot).ok()
 }
 
 /// `SendOp::try_now` past the shortcut, as [`recv_now_slow`].
 #[inline(never)]
 fn send_now_slow<T>(
     chan: &Chan<T>,
-    mut st: Guard<'_, T>,
+    st: Guard<'_, T>,
     slot: &Slot<T>,
 ) -> Option<Result<(), SendError<T>>> {
-    // SAFETY: unpublished (the caller's contract): the slot is ours.
-    match unsafe { chan.send_locked(&mut st, slot, Seeker::FREE) } {
-        Sent::Done(waker) => {
-            drop(st);
-            wake(waker);
-            Some(Ok(()))
-        }
-        Sent::Disconnected => {
-            drop(st);
-            // SAFETY: committed, unpublished: the slot is ours. The value
-            // is still there (nobody took it).
-            Some(match unsafe { take(slot) } {
-                None => Ok(()),
-                Some(v) => Err(SendError(v)),
-            })
-        }
-        Sent::NotReady => None,
-        Sent::SelfSynced => unreachable!("unpublished op saw itself synced"),
-    }
+    send_general(chan, st, slot).ok()
 }

@@ -1,8 +1,18 @@
 //! loom models of AND/OR waiting racing the resources it waits on. Run with
 //! `RUSTFLAGS="--cfg loom" cargo test -p fibra --release --lib loom_`.
 
-use crate::loom::{Arc, model, thread};
+use crate::loom::{Arc, AtomicUsize, Ordering, model, thread};
 use crate::{IVar, Op, WaitUntil, bounded};
+
+/// A result that counts its drops.
+struct Counted(Arc<AtomicUsize>);
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        // Relaxed: read after the joins.
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+}
 
 #[test]
 fn loom_wait_until_and_acquires_both_clauses() {
@@ -57,14 +67,6 @@ fn loom_clause_result_dropped_once_when_the_handle_races_the_put() {
     // the clause's result on another: the result is dropped exactly once,
     // by whichever of the two comes second.
     use crate::always;
-    use crate::loom::{AtomicUsize, Ordering};
-    struct Counted(Arc<AtomicUsize>);
-    impl Drop for Counted {
-        fn drop(&mut self) {
-            // Relaxed: read after the joins.
-            self.0.fetch_add(1, Ordering::Relaxed);
-        }
-    }
     model(|| {
         let drops = Arc::new(AtomicUsize::new(0));
         let mut w = WaitUntil::new();
@@ -107,14 +109,6 @@ fn loom_clause_records_block_freed_once_by_the_last_owner() {
     // each, and the block is freed exactly once, by whoever goes last
     // (loom reports a block never freed).
     use crate::always;
-    use crate::loom::{AtomicUsize, Ordering};
-    struct Counted(Arc<AtomicUsize>);
-    impl Drop for Counted {
-        fn drop(&mut self) {
-            // Relaxed: read after the joins.
-            self.0.fetch_add(1, Ordering::Relaxed);
-        }
-    }
     model(|| {
         let drops = Arc::new(AtomicUsize::new(0));
         let mut w = WaitUntil::new();

@@ -297,29 +297,45 @@ impl fmt::Debug for Pred {
     }
 }
 
+impl Pred {
+    /// The fast path of `|` (`any`) and `&` (not `any`): both sides single
+    /// clauses, or masks of the same kind, of one statement, merged into
+    /// one mask of that kind.
+    #[inline(always)]
+    fn merged_masks(&self, rhs: &Pred, any: bool) -> Option<Pred> {
+        let (
+            Repr::All { stmt: s, mask: l } | Repr::Any { stmt: s, mask: l },
+            Repr::All { stmt: t, mask: r } | Repr::Any { stmt: t, mask: r },
+        ) = (&self.repr, &rhs.repr)
+        else {
+            return None;
+        };
+        let fits =
+            |p: &Pred, m: u64| m.is_power_of_two() || matches!(p.repr, Repr::Any { .. }) == any;
+        if s != t || !fits(self, *l) || !fits(rhs, *r) {
+            return None;
+        }
+        let (stmt, mask) = (*s, l | r);
+        Some(Pred {
+            repr: if any {
+                Repr::Any { stmt, mask }
+            } else {
+                Repr::All { stmt, mask }
+            },
+        })
+    }
+}
+
 impl BitOr for Pred {
     type Output = Pred;
 
     #[inline]
     fn bitor(self, rhs: Pred) -> Pred {
         // Clauses, or `or`s of clauses, of one statement: one mask.
-        if let (
-            Repr::All { stmt: s, mask: l } | Repr::Any { stmt: s, mask: l },
-            Repr::All { stmt: t, mask: r } | Repr::Any { stmt: t, mask: r },
-        ) = (&self.repr, &rhs.repr)
-        {
-            let single_or_any =
-                |p: &Pred, m: u64| m.is_power_of_two() || matches!(p.repr, Repr::Any { .. });
-            if s == t && single_or_any(&self, *l) && single_or_any(&rhs, *r) {
-                return Pred {
-                    repr: Repr::Any {
-                        stmt: *s,
-                        mask: l | r,
-                    },
-                };
-            }
+        match self.merged_masks(&rhs, true) {
+            Some(p) => p,
+            None => self.or_slow(rhs),
         }
-        self.or_slow(rhs)
     }
 }
 
@@ -340,23 +356,10 @@ impl BitAnd for Pred {
     #[inline]
     fn bitand(self, rhs: Pred) -> Pred {
         // Clauses, or `and`s of clauses, of one statement: one mask.
-        if let (
-            Repr::All { stmt: s, mask: l } | Repr::Any { stmt: s, mask: l },
-            Repr::All { stmt: t, mask: r } | Repr::Any { stmt: t, mask: r },
-        ) = (&self.repr, &rhs.repr)
-        {
-            let single_or_all =
-                |p: &Pred, m: u64| m.is_power_of_two() || matches!(p.repr, Repr::All { .. });
-            if s == t && single_or_all(&self, *l) && single_or_all(&rhs, *r) {
-                return Pred {
-                    repr: Repr::All {
-                        stmt: *s,
-                        mask: l | r,
-                    },
-                };
-            }
+        match self.merged_masks(&rhs, false) {
+            Some(p) => p,
+            None => self.and_slow(rhs),
         }
-        self.and_slow(rhs)
     }
 }
 

@@ -409,32 +409,3 @@ crate::op::op_into_future! {
     impl['a, T: Clone] GetOp<'a, T>;
     impl['a, T] GetRefOp<'a, T>;
 }
-
-#[cfg(all(test, loom))]
-mod loom_models {
-    use super::IVar;
-    use crate::loom::{Arc, model, thread};
-    use crate::{Op, choose_biased, never};
-
-    #[test]
-    fn loom_sync_ivar_put_wakes_every_blocked_get() {
-        // Two gets, one alone and one in a choice with a branch that never
-        // commits, race the put: each sees the value once, whether it
-        // blocked first or found the variable full.
-        model(|| {
-            let v = Arc::new(IVar::new());
-            let t = {
-                let v = v.clone();
-                thread::spawn(move || v.get_blocking())
-            };
-            let u = {
-                let v = v.clone();
-                thread::spawn(move || choose_biased((v.get_op(), never())).perform())
-            };
-            v.put(5).unwrap();
-            assert_eq!(t.join().unwrap(), 5);
-            assert_eq!(u.join().unwrap(), 5);
-            assert_eq!(v.put(6), Err(6));
-        });
-    }
-}

@@ -1,12 +1,37 @@
-//! loom models of the `MVar`, `Notify`, `Mutex`, `RwLock`, `Barrier` and
+//! loom models of the `IVar`, `MVar`, `Notify`, `Mutex`, `RwLock`, `Barrier` and
 //! `CancellationToken`. Run with
 //! `RUSTFLAGS="--cfg loom" cargo test -p fibra --release --lib loom_sync`.
 
 use crate::loom::{Arc, AtomicUsize, Ordering, model, thread};
-use crate::{Barrier, CancellationToken, MVar, Mutex, Notify, Op, RwLock, bounded, choose};
+use crate::{
+    Barrier, CancellationToken, IVar, MVar, Mutex, Notify, Op, RwLock, bounded, choose,
+    choose_biased, never,
+};
 use std::future::Future;
 use std::pin::pin;
 use std::task::{Context, Poll, Waker};
+
+#[test]
+fn loom_sync_ivar_put_wakes_every_blocked_get() {
+    // Two gets, one alone and one in a choice with a branch that never
+    // commits, race the put: each sees the value once, whether it
+    // blocked first or found the variable full.
+    model(|| {
+        let v = Arc::new(IVar::new());
+        let t = {
+            let v = v.clone();
+            thread::spawn(move || v.get_blocking())
+        };
+        let u = {
+            let v = v.clone();
+            thread::spawn(move || choose_biased((v.get_op(), never())).perform())
+        };
+        v.put(5).unwrap();
+        assert_eq!(t.join().unwrap(), 5);
+        assert_eq!(u.join().unwrap(), 5);
+        assert_eq!(v.put(6), Err(6));
+    });
+}
 
 #[test]
 fn loom_sync_mvar_put_racing_a_blocked_take() {
