@@ -263,13 +263,19 @@ fn actor_mailboxes_outlive_their_runtime_and_go_on_any_thread() {
             let mut small = Vec::new();
             let mut big = Vec::new();
             for i in 0..200u64 {
+                // Sent: set once all three messages are in the mailbox, so
+                // the actor cannot end (closing it) before the last send.
+                let sent = Arc::new(fibra::IVar::new());
+                let sent2 = sent.clone();
                 let a = fibra::spawn_actor(|mut mb: Mailbox<DropCount>| async move {
                     // Takes one message, leaves the rest for the drop.
                     mb.recv().await;
+                    sent2.get().await;
                 });
                 for j in 0..3 {
                     a.send(DropCount::new(i * 3 + j, &d)).unwrap();
                 }
+                sent.put(()).unwrap();
                 small.push(a);
                 let b = fibra::spawn_actor(|mut mb: Mailbox<[u64; 64]>| async move {
                     let m = mb.recv().await.unwrap();
