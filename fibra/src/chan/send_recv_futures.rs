@@ -17,12 +17,22 @@
 //! * A buffered send or receive that meets no waiter commits through the
 //!   channel's shortcut (`Chan::send_buffered_locked`/`recv_buffered_locked`),
 //!   inlined into `poll`; the general path is out of line.
+//! * The opstate is built in place (the future is pinned by then) only when
+//!   the first poll publishes a record. A future that completes on its
+//!   first poll never writes it: building the future is then three stores
+//!   (channel, slot, phase) before the awaiting task moves it into its own
+//!   state. Building the opstate up front cost more than half of a buffered
+//!   `send(v).await` plus `recv().await` in a task (`docs/bench/LOG.md`).
 //!
 //! Both futures are a [`Wait`] plus what they do under the lock and what
 //! they make of the slot at the end.
 //!
 //! # Invariants
 //!
+//! * `state` is initialised exactly while `phase` is `Waiting`: written
+//!   under the lock just before the record is pushed, dropped when the
+//!   wait leaves `Waiting` (committed and polled, or withdrawn), once
+//!   nobody else can reach it.
 //! * `phase` is `Waiting` exactly while a record of ours may be in the
 //!   channel's queue; the record points at `state` and `slot`, which are
 //!   pinned (`PhantomPinned`). Dropping a waiting future takes the lock and
