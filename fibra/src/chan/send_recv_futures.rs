@@ -289,7 +289,7 @@ impl<'a, T> Recv<'a, T> {
 impl<T> Future for Recv<'_, T> {
     type Output = Result<T, RecvError>;
 
-    #[inline]
+    #[inline(always)]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         // SAFETY: structural pinning of the only field.
         let wait = unsafe { self.map_unchecked_mut(|r| &mut r.0) };
@@ -358,7 +358,7 @@ impl<'a, T> Send<'a, T> {
 impl<T> Future for Send<'_, T> {
     type Output = Result<(), SendError<T>>;
 
-    #[inline]
+    #[inline(always)]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         // SAFETY: structural pinning of the only field.
         let wait = unsafe { self.map_unchecked_mut(|s| &mut s.0) };
