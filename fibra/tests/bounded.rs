@@ -384,7 +384,11 @@ fn a_waiting_send_or_receive_releases_its_waker_however_it_ends() {
         tx.try_send(4).unwrap();
     }
     assert_eq!(Arc::strong_count(&counter), base);
-    assert_eq!(rx.try_recv(), Ok(4), "the dropped receive gave its value back");
+    assert_eq!(
+        rx.try_recv(),
+        Ok(4),
+        "the dropped receive gave its value back"
+    );
 
     // A send polled twice while it waits keeps one clone of the waker.
     tx.try_send(5).unwrap();
