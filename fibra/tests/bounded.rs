@@ -303,3 +303,101 @@ fn shortcut_and_general_path_keep_fifo_order_through_a_full_buffer() {
         assert_eq!(rx.try_recv(), Err(TryRecvError::Disconnected), "cap {cap}");
     }
 }
+
+/// A task whose plain sends and receives always find the buffer ready never
+/// waits, so only the cooperative budget can make it yield: without it the
+/// other task would never run (on one thread, and on one worker).
+#[test]
+fn a_task_whose_buffered_sends_and_receives_are_always_ready_cannot_starve_its_worker() {
+    for rt in [
+        fibra::Runtime::builder().current_thread().build().unwrap(),
+        fibra::Runtime::builder().workers(1).build().unwrap(),
+    ] {
+        let spins = rt.block_on(async {
+            let flag = Arc::new(AtomicBool::new(false));
+            let f = flag.clone();
+            let spinner = fibra::spawn(async move {
+                let (tx, rx) = bounded::<u64>(4);
+                let mut spins = 0u64;
+                while !f.load(Ordering::SeqCst) {
+                    tx.send(spins).await.unwrap();
+                    assert_eq!(rx.recv().await, Ok(spins));
+                    spins += 1;
+                    assert!(spins < 10_000_000, "the other task never ran");
+                }
+                spins
+            });
+            // Spawned second: on one thread it runs only once the spinner
+            // yields.
+            fibra::spawn(async move { flag.store(true, Ordering::SeqCst) })
+                .await
+                .unwrap();
+            spinner.await.unwrap()
+        });
+        assert!(spins > 0, "the spinner ran before the flag was set");
+    }
+}
+
+/// A plain send or receive that waits holds a clone of the waker (in the
+/// state it builds when it publishes) and lets it go however it ends:
+/// committed and polled, withdrawn by a drop, or dropped after a partner
+/// committed it.
+#[test]
+fn a_waiting_send_or_receive_releases_its_waker_however_it_ends() {
+    let (waker, counter) = WakeCounter::new();
+    let base = Arc::strong_count(&counter);
+    let (tx, rx) = bounded::<u64>(1);
+
+    // A receive that waits, is committed by a send, then polled: Ready.
+    let mut recv = pin!(rx.recv());
+    assert!(poll_with(recv.as_mut(), &waker).is_pending());
+    assert_eq!(Arc::strong_count(&counter), base + 1);
+    tx.try_send(1).unwrap();
+    assert_eq!(counter.count(), 1);
+    assert_eq!(poll_noop(recv.as_mut()), Poll::Ready(Ok(1)));
+    assert_eq!(Arc::strong_count(&counter), base);
+
+    // A receive that waits and is dropped: withdrawn.
+    {
+        let mut recv = pin!(rx.recv());
+        assert!(poll_with(recv.as_mut(), &waker).is_pending());
+        assert_eq!(Arc::strong_count(&counter), base + 1);
+    }
+    assert_eq!(Arc::strong_count(&counter), base);
+
+    // A send that waits on a full buffer, is committed by a receive (the
+    // value moves into the buffer), then dropped without another poll.
+    tx.try_send(2).unwrap();
+    {
+        let mut send = pin!(tx.send(3));
+        assert!(poll_with(send.as_mut(), &waker).is_pending());
+        assert_eq!(Arc::strong_count(&counter), base + 1);
+        assert_eq!(rx.try_recv(), Ok(2));
+    }
+    assert_eq!(Arc::strong_count(&counter), base);
+    assert_eq!(rx.try_recv(), Ok(3), "the committed send's value was kept");
+
+    // A receive dropped after a send committed to it: the value goes back.
+    {
+        let mut recv = pin!(rx.recv());
+        assert!(poll_with(recv.as_mut(), &waker).is_pending());
+        tx.try_send(4).unwrap();
+    }
+    assert_eq!(Arc::strong_count(&counter), base);
+    assert_eq!(
+        rx.try_recv(),
+        Ok(4),
+        "the dropped receive gave its value back"
+    );
+
+    // A send polled twice while it waits keeps one clone of the waker.
+    tx.try_send(5).unwrap();
+    let mut send = pin!(tx.send(6));
+    assert!(poll_with(send.as_mut(), &waker).is_pending());
+    assert!(poll_with(send.as_mut(), &waker).is_pending());
+    assert_eq!(Arc::strong_count(&counter), base + 1);
+    assert_eq!(rx.try_recv(), Ok(5));
+    assert_eq!(poll_noop(send.as_mut()), Poll::Ready(Ok(())));
+    assert_eq!(Arc::strong_count(&counter), base);
+    assert_eq!(rx.try_recv(), Ok(6));
+}

@@ -17,12 +17,22 @@
 //! * A buffered send or receive that meets no waiter commits through the
 //!   channel's shortcut (`Chan::send_buffered_locked`/`recv_buffered_locked`),
 //!   inlined into `poll`; the general path is out of line.
+//! * The opstate is built in place (the future is pinned by then) only when
+//!   the first poll publishes a record. A future that completes on its
+//!   first poll never writes it: building the future is then three stores
+//!   (channel, slot, phase) before the awaiting task moves it into its own
+//!   state. Building the opstate up front cost more than half of a buffered
+//!   `send(v).await` plus `recv().await` in a task (`docs/bench/LOG.md`).
 //!
 //! Both futures are a [`Wait`] plus what they do under the lock and what
 //! they make of the slot at the end.
 //!
 //! # Invariants
 //!
+//! * `state` is initialised exactly while `phase` is `Waiting`: written
+//!   under the lock just before the record is pushed, dropped when the
+//!   wait leaves `Waiting` (committed and polled, or withdrawn), once
+//!   nobody else can reach it.
 //! * `phase` is `Waiting` exactly while a record of ours may be in the
 //!   channel's queue; the record points at `state` and `slot`, which are
 //!   pinned (`PhantomPinned`). Dropping a waiting future takes the lock and
@@ -45,15 +55,20 @@ use crate::op::state::{OpState, Seen};
 use crate::op::waiter::{Registration, Seeker, WaitQueue};
 use std::future::Future;
 use std::marker::PhantomPinned;
+use std::mem::MaybeUninit;
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 
 /// Where a plain send or receive is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
+    /// Not polled yet; `state` is uninitialised.
     Fresh,
-    /// Our record is (or was, until a partner took it) in the queue.
+    /// Our record is (or was, until a partner took it) in the queue;
+    /// `state` is initialised.
     Waiting(Registration),
+    /// Finished; `state` is uninitialised again (dropped on leaving
+    /// `Waiting`).
     Done,
 }
 
@@ -76,7 +91,10 @@ impl Side {
 /// What a plain send and a plain receive share.
 struct Wait<'a, T> {
     chan: &'a Chan<T>,
-    state: OpState,
+    /// Built in place only when the wait publishes a record (`Phase`): a
+    /// send or receive that completes on its first poll never writes it,
+    /// which keeps the future cheap to build and move.
+    state: MaybeUninit<OpState>,
     slot: Slot<T>,
     phase: Phase,
     _pinned: PhantomPinned,
@@ -94,7 +112,7 @@ impl<'a, T> Wait<'a, T> {
     fn new(chan: &'a Chan<T>, value: Option<T>) -> Self {
         Self {
             chan,
-            state: OpState::new(),
+            state: MaybeUninit::uninit(),
             slot: UnsafeCell::new(value),
             phase: Phase::Fresh,
             _pinned: PhantomPinned,
@@ -155,9 +173,12 @@ impl<'a, T> Wait<'a, T> {
             }
             None => {
                 // Nobody can have come since we looked: we hold the lock.
-                // Publish; the next partner commits us.
-                self.state.set_waker_unpublished(cx.waker().clone());
-                let reg = side.queue(&mut st).push_plain(&self.state, &self.slot);
+                // Publish; the next partner commits us. The opstate is
+                // built in place (the future is pinned) before anything
+                // can point at it.
+                let state = self.state.write(OpState::new());
+                state.set_waker_unpublished(cx.waker().clone());
+                let reg = side.queue(&mut st).push_plain(state, &self.slot);
                 self.phase = Phase::Waiting(reg);
                 return Poll::Pending;
             }
@@ -172,9 +193,12 @@ impl<'a, T> Wait<'a, T> {
     fn poll_again(&mut self, cx: &Context<'_>, side: Side) -> Poll<Option<T>> {
         match self.phase {
             Phase::Waiting(reg) => {
-                if self.state.load() != Seen::Synced(0) && self.still_waiting(side, reg, cx) {
+                if self.state().load() != Seen::Synced(0) && self.still_waiting(side, reg, cx) {
                     return Poll::Pending;
                 }
+                // SAFETY: `Waiting`: initialised; committed, so nobody
+                // reaches it any more.
+                unsafe { self.state.assume_init_drop() };
             }
             Phase::Done => panic!("a channel send or receive polled after it completed"),
             Phase::Fresh => unreachable!("the first poll goes through `poll_wait`"),
@@ -194,13 +218,20 @@ impl<'a, T> Wait<'a, T> {
         let mut st = self.chan.lock();
         if side.queue(&mut st).contains(reg) {
             // SAFETY: we hold the queue's lock and our record is in it.
-            unsafe { self.state.replace_waker_plain(cx.waker()) };
+            unsafe { self.state().replace_waker_plain(cx.waker()) };
             return true;
         }
         // Committed since we looked; `SYNCED` was stored before the lock we
         // just took was released.
-        debug_assert_eq!(self.state.load(), Seen::Synced(0));
+        debug_assert_eq!(self.state().load(), Seen::Synced(0));
         false
+    }
+
+    /// The opstate of a published wait.
+    fn state(&self) -> &OpState {
+        debug_assert!(matches!(self.phase, Phase::Waiting(_)));
+        // SAFETY: only called in `Waiting`, where `state` is initialised.
+        unsafe { self.state.assume_init_ref() }
     }
 
     /// For a drop: withdraws a waiting record, or finds it committed; either
@@ -218,9 +249,13 @@ impl<'a, T> Wait<'a, T> {
     fn withdraw_published(&mut self, side: Side, reg: Registration) -> Option<T> {
         self.phase = Phase::Done;
         side.queue(&mut self.chan.lock()).remove(reg);
-        // SAFETY: out of the queue (withdrawn, or committed with `SYNCED`
-        // stored under the lock we took): nobody else touches the slot.
-        unsafe { take(&self.slot) }
+        // SAFETY: it was `Waiting` (initialised), and is out of the queue
+        // (withdrawn, or committed with `SYNCED` stored under the lock we
+        // took): nobody else touches the opstate or the slot.
+        unsafe {
+            self.state.assume_init_drop();
+            take(&self.slot)
+        }
     }
 }
 
@@ -254,7 +289,7 @@ impl<'a, T> Recv<'a, T> {
 impl<T> Future for Recv<'_, T> {
     type Output = Result<T, RecvError>;
 
-    #[inline]
+    #[inline(always)]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         // SAFETY: structural pinning of the only field.
         let wait = unsafe { self.map_unchecked_mut(|r| &mut r.0) };
@@ -323,7 +358,7 @@ impl<'a, T> Send<'a, T> {
 impl<T> Future for Send<'_, T> {
     type Output = Result<(), SendError<T>>;
 
-    #[inline]
+    #[inline(always)]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         // SAFETY: structural pinning of the only field.
         let wait = unsafe { self.map_unchecked_mut(|s| &mut s.0) };
