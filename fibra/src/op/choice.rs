@@ -262,10 +262,9 @@ impl<B: Branches> Op for Choose<B> {
             return None;
         }
         *start = if biased { 0 } else { rng::below(n) };
-        // start..n, then 0..start (stepped, not `% n`: a division per
-        // branch where `n` is not a constant power of two).
-        let mut i = *start;
-        for _ in 0..n {
+        let start = *start;
+        for k in 0..n {
+            let i = (start + k) % n;
             if let Some(out) = branches.as_mut().call(i, TryNow()) {
                 // Branches tried before this one may have built guards or
                 // nacks: they lost (unless no branch can have).
@@ -273,10 +272,6 @@ impl<B: Branches> Op for Choose<B> {
                     self.withdraw_all_but(Some(i));
                 }
                 return Some(out);
-            }
-            i += 1;
-            if i == n {
-                i = 0;
             }
         }
         None
