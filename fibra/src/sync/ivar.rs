@@ -48,6 +48,7 @@ const FULL: usize = 2;
 pub struct IVar<T> {
     state: AtomicUsize,
     value: UnsafeCell<MaybeUninit<T>>,
+    /// Visible to the loom models, which check that no record is left.
     pub(super) waiters: Lock<WaitQueue<()>>,
 }
 
