@@ -673,3 +673,51 @@ fn ops_built_from_clones_of_one_receiver_in_a_choice_take_one_value() {
     assert_eq!(rx.len(), 1);
     assert_eq!(rx2.try_recv(), Ok(2));
 }
+
+/// A choice of channel sends skips the withdrawal of its branches after a
+/// `try_perform` (nothing is published there): each attempt still commits
+/// exactly one send, a failed one sends nothing, and a choice mixing in a
+/// guard (which does need withdrawing) runs its builder once per attempt.
+#[test]
+fn try_perform_of_sends_commits_one_and_a_failed_one_none() {
+    let chans: Vec<_> = (0..4).map(|_| bounded::<u32>(1)).collect();
+    let ops = |v: u32| {
+        choose(
+            chans
+                .iter()
+                .map(|(tx, _)| tx.send_op(v))
+                .collect::<Vec<_>>(),
+        )
+    };
+    for v in 0..4 {
+        assert_eq!(ops(v).try_perform().ok(), Some(Ok(())), "send {v}");
+    }
+    assert!(ops(9).try_perform().is_err(), "every buffer was full");
+    let mut got: Vec<u32> = chans.iter().map(|(_, rx)| rx.try_recv().unwrap()).collect();
+    got.sort_unstable();
+    assert_eq!(
+        got,
+        [0, 1, 2, 3],
+        "one value per channel, none of the failed attempt"
+    );
+    for (_, rx) in &chans {
+        assert_eq!(rx.try_recv(), Err(TryRecvError::Empty));
+    }
+
+    let built = Cell::new(0);
+    let (tx, rx) = bounded::<u32>(1);
+    let mixed = || {
+        choose((
+            tx.send_op(1),
+            guard(|| {
+                built.set(built.get() + 1);
+                never()
+            }),
+        ))
+    };
+    assert!(mixed().try_perform().is_ok());
+    assert!(mixed().try_perform().is_err());
+    assert_eq!(built.get(), 2, "the guard is built once per attempt");
+    assert_eq!(rx.try_recv(), Ok(1));
+    assert_eq!(rx.try_recv(), Err(TryRecvError::Empty));
+}

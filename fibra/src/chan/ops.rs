@@ -114,6 +114,11 @@ impl<T> Sealed for RecvOp<'_, T> {}
 impl<T> Op for RecvOp<'_, T> {
     type Output = Result<T, RecvError>;
 
+    // No prepare; a try publishes only when it says so (`Published`).
+    fn try_leaves_nothing(&self) -> bool {
+        true
+    }
+
     // Committed by its partners, never woken to look again.
     fn repoll(self: Pin<&mut Self>, _cx: BlockCx<'_>) {}
 
@@ -297,6 +302,11 @@ impl<T> Sealed for SendOp<'_, T> {}
 
 impl<T> Op for SendOp<'_, T> {
     type Output = Result<(), SendError<T>>;
+
+    // No prepare; a try publishes only when it says so (`Published`).
+    fn try_leaves_nothing(&self) -> bool {
+        true
+    }
 
     // Committed by its partners, never woken to look again.
     fn repoll(self: Pin<&mut Self>, _cx: BlockCx<'_>) {}

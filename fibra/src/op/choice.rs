@@ -102,6 +102,7 @@ macro_rules! branch_step {
 
 branch_step!(look Leaves -> usize, |op| op.leaves());
 branch_step!(look CommitsRemotely -> bool, |op| op.commits_remotely());
+branch_step!(look TryLeavesNothing -> bool, |op| op.try_leaves_nothing());
 branch_step!(call Prepare() -> (), |self, op| op.prepare());
 branch_step!(call TryNow() -> Option<T>, |self, op| op.try_now());
 branch_step!(call TryOrPublish<'a>(BlockCx<'a>) -> Tried<T>, |self, op| op.try_or_publish(self.0));
@@ -240,6 +241,12 @@ impl<B: Branches> Op for Choose<B> {
         (0..self.branches.count()).any(|i| self.branches.look(i, CommitsRemotely))
     }
 
+    // Known at compile time for arrays and tuples of leaf ops (each
+    // branch's answer is a constant), so the test below folds away.
+    fn try_leaves_nothing(&self) -> bool {
+        (0..self.branches.count()).all(|i| self.branches.look(i, TryLeavesNothing))
+    }
+
     fn prepare(self: Pin<&mut Self>) {
         let (mut branches, _, _) = self.project();
         for i in 0..branches.count() {
@@ -248,6 +255,7 @@ impl<B: Branches> Op for Choose<B> {
     }
 
     fn try_now(mut self: Pin<&mut Self>) -> Option<B::Output> {
+        let clean = self.try_leaves_nothing();
         let (mut branches, start, biased) = self.as_mut().project();
         let n = branches.count();
         if n == 0 {
@@ -259,8 +267,10 @@ impl<B: Branches> Op for Choose<B> {
             let i = (start + k) % n;
             if let Some(out) = branches.as_mut().call(i, TryNow()) {
                 // Branches tried before this one may have built guards or
-                // nacks: they lost.
-                self.withdraw_all_but(Some(i));
+                // nacks: they lost (unless no branch can have).
+                if !clean {
+                    self.withdraw_all_but(Some(i));
+                }
                 return Some(out);
             }
         }
@@ -268,6 +278,7 @@ impl<B: Branches> Op for Choose<B> {
     }
 
     fn try_or_publish(mut self: Pin<&mut Self>, cx: BlockCx<'_>) -> Tried<B::Output> {
+        let clean = self.try_leaves_nothing();
         let (mut branches, start, biased) = self.as_mut().project();
         let n = branches.count();
         if n == 0 {
@@ -289,7 +300,9 @@ impl<B: Branches> Op for Choose<B> {
             match branches.as_mut().call(i, TryOrPublish(cx.offset(offset))) {
                 Tried::Committed(out) => {
                     // Nothing is published: as in `try_now`.
-                    self.withdraw_all_but(Some(i));
+                    if !clean {
+                        self.withdraw_all_but(Some(i));
+                    }
                     return Tried::Committed(out);
                 }
                 Tried::NotReady => offset += leaves,
@@ -401,6 +414,10 @@ impl<T> Op for BoxOp<'_, T> {
 
     fn commits_remotely(&self) -> bool {
         self.0.commits_remotely()
+    }
+
+    fn try_leaves_nothing(&self) -> bool {
+        self.0.try_leaves_nothing()
     }
 
     fn prepare(self: Pin<&mut Self>) {

@@ -58,6 +58,10 @@ impl<T> Op for Always<T> {
     fn abandon(self: Pin<&mut Self>, _leaf: usize) {}
 
     fn withdraw(self: Pin<&mut Self>) {}
+
+    fn try_leaves_nothing(&self) -> bool {
+        true
+    }
 }
 
 /// An op that never commits (CML's `never`): a choice with it behaves as if
@@ -116,6 +120,10 @@ impl<T> Op for Never<T> {
     fn abandon(self: Pin<&mut Self>, _leaf: usize) {}
 
     fn withdraw(self: Pin<&mut Self>) {}
+
+    fn try_leaves_nothing(&self) -> bool {
+        true
+    }
 }
 
 pin_project_lite::pin_project! {
@@ -156,6 +164,10 @@ impl<O: Op, F: FnOnce(O::Output) -> U, U> Op for Wrap<O, F> {
 
     fn commits_remotely(&self) -> bool {
         self.op.commits_remotely()
+    }
+
+    fn try_leaves_nothing(&self) -> bool {
+        self.op.try_leaves_nothing()
     }
 
     fn prepare(self: Pin<&mut Self>) {

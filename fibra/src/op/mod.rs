@@ -202,6 +202,18 @@ pub trait Op: sealed::Sealed {
     #[doc(hidden)]
     fn prepare(self: Pin<&mut Self>) {}
 
+    /// Whether [`withdraw`](Self::withdraw) has nothing to undo after
+    /// `prepare` and a try that published nothing (`try_now`, or
+    /// `try_or_publish` returning `Committed` or `NotReady`): no guard
+    /// built, no nack, no record. Then a choice skips withdrawing its
+    /// losing branches after such a try, and `try_perform` skips the
+    /// withdrawal of an op that found nothing. `false`, the default, is
+    /// always correct.
+    #[doc(hidden)]
+    fn try_leaves_nothing(&self) -> bool {
+        false
+    }
+
     /// Optimistic phase: commit now if a partner is ready. Publishes nothing.
     #[doc(hidden)]
     fn try_now(self: Pin<&mut Self>) -> Option<Self::Output>;
@@ -328,10 +340,12 @@ pub trait Op: sealed::Sealed {
         match tried {
             Some(out) => Ok(out),
             None => {
-                // SAFETY: as above; `withdraw` after a failed try only resets
-                // per-perform state (built guards, nacks) and publishes
-                // nothing.
-                unsafe { Pin::new_unchecked(&mut self) }.withdraw();
+                if !self.try_leaves_nothing() {
+                    // SAFETY: as above; `withdraw` after a failed try only
+                    // resets per-perform state (built guards, nacks) and
+                    // publishes nothing.
+                    unsafe { Pin::new_unchecked(&mut self) }.withdraw();
+                }
                 Err(self)
             }
         }

@@ -84,11 +84,14 @@ impl<S> Waiter<S> {
 
     /// Wins a record its caller took out of its queue (under the queue's
     /// lock), waiting out an owner's claim: `None` if the record is stale.
-    /// The seeker holds no claim of its own here (it may spin).
+    /// The seeker holds no claim of its own here (it may spin). A stale
+    /// record is marked unlinked (its owner's withdrawal then skips the
+    /// lock), so the caller must still hold the queue's lock.
     pub(crate) fn win(self) -> Option<Won<S>> {
         if self.is_plain() || self.op().commit_spinning(self.leaf) {
             Some(Won(self))
         } else {
+            self.unlinked();
             None
         }
     }

@@ -48,7 +48,8 @@ const FULL: usize = 2;
 pub struct IVar<T> {
     state: AtomicUsize,
     value: UnsafeCell<MaybeUninit<T>>,
-    waiters: Lock<WaitQueue<()>>,
+    /// Visible to the loom models, which check that no record is left.
+    pub(super) waiters: Lock<WaitQueue<()>>,
 }
 
 // SAFETY: the value is written once, before `FULL` is published, and only
@@ -115,7 +116,14 @@ impl<T> IVar<T> {
             more.extend(record.commit());
         }
         drop(waiters);
-        first.into_iter().chain(more).for_each(Waker::wake);
+        // Woken one by one rather than through a chained iterator, which
+        // cost more than the wake itself when one get waits.
+        if let Some(waker) = first {
+            waker.wake();
+        }
+        if !more.is_empty() {
+            more.into_iter().for_each(Waker::wake);
+        }
         Ok(())
     }
 
@@ -320,6 +328,11 @@ impl<'a, T> Op for GetRefOp<'a, T> {
     // Committed by its partners, never woken to look again.
     fn repoll(self: Pin<&mut Self>, _cx: BlockCx<'_>) {}
 
+    // A try only loads the state.
+    fn try_leaves_nothing(&self) -> bool {
+        true
+    }
+
     fn try_now(self: Pin<&mut Self>) -> Option<&'a T> {
         self.ivar.get_ref()
     }
@@ -349,7 +362,11 @@ impl<'a, T> Op for GetRefOp<'a, T> {
     fn withdraw(self: Pin<&mut Self>) {
         let (ivar, _, published) = self.project();
         if let Some(reg) = published.take() {
-            ivar.waiters.lock().remove(reg);
+            // SAFETY: our own record. Unlinked: whoever popped it found it
+            // stale and is done with it (`op/state.rs`, "Unlinked records").
+            if !unsafe { reg.is_unlinked() } {
+                ivar.waiters.lock().remove(reg);
+            }
         }
     }
 }
@@ -382,6 +399,10 @@ impl<T: Clone> Op for GetOp<'_, T> {
 
     fn repoll(self: Pin<&mut Self>, cx: BlockCx<'_>) {
         self.inner().repoll(cx);
+    }
+
+    fn try_leaves_nothing(&self) -> bool {
+        self.0.try_leaves_nothing()
     }
 
     fn try_now(self: Pin<&mut Self>) -> Option<T> {

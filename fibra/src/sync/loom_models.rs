@@ -34,6 +34,29 @@ fn loom_sync_ivar_put_wakes_every_blocked_get() {
 }
 
 #[test]
+fn loom_sync_ivar_put_unlinks_a_stale_record_while_its_owner_withdraws() {
+    // A choice over two variables publishes on both (or finds one full);
+    // the puts fill both. The second put may pop the choice's stale record
+    // and mark it unlinked, racing the owner's withdrawal, which then skips
+    // the lock. The choice yields one value, and no record is left queued
+    // on either variable once it returns.
+    model(|| {
+        let a = Arc::new(IVar::new());
+        let b = Arc::new(IVar::new());
+        let t = {
+            let (a, b) = (a.clone(), b.clone());
+            thread::spawn(move || choose((a.get_op(), b.get_op())).perform())
+        };
+        a.put(1).unwrap();
+        b.put(2).unwrap();
+        let got = t.join().unwrap();
+        assert!(got == 1 || got == 2, "got {got}");
+        assert!(a.waiters.lock().is_empty(), "a record left on a");
+        assert!(b.waiters.lock().is_empty(), "a record left on b");
+    });
+}
+
+#[test]
 fn loom_sync_mvar_put_racing_a_blocked_take() {
     // The take may block before the put arrives (then the put hands the
     // value straight to it), or find it in the box.

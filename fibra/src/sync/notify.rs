@@ -323,7 +323,11 @@ impl Op for NotifiedOp<'_> {
     fn withdraw(self: Pin<&mut Self>) {
         let (notify, _, published) = self.project();
         if let Some(reg) = published.take() {
-            notify.waiters.lock().remove(reg);
+            // SAFETY: our own record. Unlinked: whoever popped it found it
+            // stale and is done with it (`op/state.rs`, "Unlinked records").
+            if !unsafe { reg.is_unlinked() } {
+                notify.waiters.lock().remove(reg);
+            }
         }
     }
 }
