@@ -21,8 +21,7 @@
 //!   the first poll publishes a record. A future that completes on its
 //!   first poll never writes it: building the future is then three stores
 //!   (channel, slot, phase) before the awaiting task moves it into its own
-//!   state. Building the opstate up front cost more than half of a buffered
-//!   `send(v).await` plus `recv().await` in a task (`docs/bench/LOG.md`).
+//!   state.
 //!
 //! Both futures are a [`Wait`] plus what they do under the lock and what
 //! they make of the slot at the end.
