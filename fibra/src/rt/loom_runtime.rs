@@ -137,20 +137,24 @@ fn ping_pong((rt, weak): (Runtime, Weak<Shared>)) {
 #[test]
 fn loom_rt_shutdown_racing_a_wake_drops_the_parked_task_once() {
     // A task waits on a channel; a thread outside the runtime sends to it
-    // (committing into its parked receive and waking it) while the runtime
-    // drops. The wake may find the task idle, retained, queued or already
-    // cancelled: its future is dropped exactly once either way, a value it
-    // received is the one sent, and nothing keeps the runtime alive.
+    // (committing into its parked receive and waking it, or leaving the
+    // value in the buffer) while the runtime drops. The wake may find the
+    // task idle, retained, queued or already cancelled: its future is
+    // dropped exactly once either way, a value it received is the one
+    // sent, and nothing keeps the runtime alive. The channel is buffered
+    // so that the sender never blocks: a blocked sender's thread would add
+    // its own park and wake to explore (the block_on handshake has models
+    // of its own) and double the model's time.
     model(|| {
         let (rt, weak) = runtime();
         let drops = Arc::new(AtomicUsize::new(0));
-        let (tx, rx) = crate::channel::<u32>();
+        let (tx, rx) = crate::bounded::<u32>(1);
         let guard = Dropped(drops.clone());
         let task = rt.spawn(async move {
             let _guard = guard;
             rx.recv().await
         });
-        let sender = thread::spawn(move || tx.send_blocking(7).is_ok());
+        let sender = thread::spawn(move || tx.try_send(7).is_ok());
         drop(rt);
         let sent = sender.join().unwrap();
         match outcome(task) {
