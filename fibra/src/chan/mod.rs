@@ -144,7 +144,9 @@ fn with_capacity<T>(cap: usize) -> (Sender<T>, Receiver<T>) {
 /// ```
 pub struct Sender<T> {
     chan: Arc<Chan<T>>,
-    /// The send in flight for the `Sink` impl.
+    /// The send in flight for the `Sink` impl. Its op points into `chan`
+    /// (`ChanRef::in_handle`): `Drop` clears it first, and `chan` is never
+    /// replaced.
     sink: Option<std::pin::Pin<Box<Perform<SendOp<'static, T>>>>>,
 }
 
@@ -164,7 +166,7 @@ pub struct Sender<T> {
 /// ```
 pub struct Receiver<T> {
     chan: Arc<Chan<T>>,
-    /// The receive in flight for the `Stream` impl.
+    /// The receive in flight for the `Stream` impl; as `Sender::sink`.
     stream: Option<std::pin::Pin<Box<Perform<RecvOp<'static, T>>>>>,
 }
 

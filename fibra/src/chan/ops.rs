@@ -16,34 +16,57 @@ use std::pin::Pin;
 use std::ptr::NonNull;
 use std::task::Waker;
 
-/// A channel reference: borrowed from a handle (the common case: no
-/// reference counting per op), or owned (for the `Stream`/`Sink` impls,
-/// which keep a pending perform inside the handle).
+/// A channel reference: a pointer to the channel, valid for `'a`.
 ///
-/// The borrowed form is a pointer with the borrow's lifetime rather than a
-/// `&'a Chan<T>`, so that `ChanRef<'static, T>` (the owned form) does not
-/// require `T: 'static`.
-pub(crate) enum ChanRef<'a, T> {
-    Borrowed(NonNull<Chan<T>>, PhantomData<&'a ()>),
-    Owned(Arc<Chan<T>>),
+/// Borrowed from a handle (`Sender::send_op`, `Receiver::recv_op`), or, for
+/// the `Stream`/`Sink` impls, which keep a pending perform inside the
+/// handle, pointing into that handle's own `Arc` ([`ChanRef::in_handle`]).
+/// Either way it counts no reference and has no drop glue: a choice over C
+/// channel ops builds, moves and drops C of them per call, so each op is as
+/// small and as cheap to drop as it can be.
+///
+/// A pointer with the borrow's lifetime rather than a `&'a Chan<T>`, so
+/// that `ChanRef<'static, T>` does not require `T: 'static`.
+pub(crate) struct ChanRef<'a, T> {
+    chan: NonNull<Chan<T>>,
+    _borrow: PhantomData<&'a ()>,
 }
 
 impl<'a, T> ChanRef<'a, T> {
     pub(crate) fn borrowed(chan: &'a Chan<T>) -> Self {
-        ChanRef::Borrowed(NonNull::from(chan), PhantomData)
+        Self {
+            chan: NonNull::from(chan),
+            _borrow: PhantomData,
+        }
+    }
+}
+
+impl<T> ChanRef<'static, T> {
+    /// A reference to the channel of the handle holding `chan`, for an op
+    /// the handle keeps in flight (its `sink` / `stream` field).
+    ///
+    /// # Safety
+    ///
+    /// The op must be dropped before `chan`'s `Arc`: the handle keeps the op
+    /// in a field of its own, never replaces its `chan`, and its `Drop`
+    /// drops the op first.
+    pub(crate) unsafe fn in_handle(chan: &Arc<Chan<T>>) -> Self {
+        Self {
+            chan: NonNull::from(&**chan),
+            _borrow: PhantomData,
+        }
     }
 }
 
 impl<T> Deref for ChanRef<'_, T> {
     type Target = Chan<T>;
 
+    #[inline(always)]
     fn deref(&self) -> &Chan<T> {
-        match self {
-            // SAFETY: made by `borrowed` from a `&'a Chan<T>`, and `self`
-            // cannot outlive `'a`.
-            ChanRef::Borrowed(c, _) => unsafe { c.as_ref() },
-            ChanRef::Owned(c) => c,
-        }
+        // SAFETY: made by `borrowed` from a `&'a Chan<T>` (and `self` cannot
+        // outlive `'a`), or by `in_handle`, whose caller keeps the channel
+        // alive while the op is.
+        unsafe { self.chan.as_ref() }
     }
 }
 
@@ -518,4 +541,36 @@ fn send_now_slow<T>(
     slot: &Slot<T>,
 ) -> Option<Result<(), SendError<T>>> {
     send_general(chan, st, slot).ok()
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::mem::size_of;
+
+    #[test]
+    fn a_channel_reference_is_one_word() {
+        assert_eq!(size_of::<ChanRef<'_, u64>>(), size_of::<usize>());
+        // The reference, the slot (`Option<u64>`) and `published`.
+        assert_eq!(size_of::<RecvOp<'_, u64>>(), 5 * size_of::<usize>());
+        assert_eq!(size_of::<SendOp<'_, u64>>(), 5 * size_of::<usize>());
+    }
+
+    #[test]
+    fn a_channel_reference_points_at_its_channel() {
+        let chan = Arc::new(Chan::<u64>::new(3));
+        // SAFETY: `op` is dropped before `chan`.
+        let in_handle = unsafe { ChanRef::in_handle(&chan) };
+        let op = RecvOp::new(in_handle);
+        assert!(std::ptr::eq(&*op.chan, &*chan));
+        assert_eq!(op.chan.capacity(), Some(3));
+        drop(op);
+        assert_eq!(Arc::strong_count(&chan), 1);
+        let borrowed = ChanRef::borrowed(&chan);
+        assert!(std::ptr::eq(&*borrowed, &*chan));
+        assert!(!std::mem::needs_drop::<ChanRef<'_, String>>());
+        // So a choice over C of them has no drop loop for a `Copy` payload.
+        assert!(!std::mem::needs_drop::<RecvOp<'_, u64>>());
+        assert!(!std::mem::needs_drop::<SendOp<'_, u64>>());
+    }
 }

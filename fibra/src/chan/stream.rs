@@ -41,7 +41,9 @@ impl<T> Stream for Receiver<T> {
                 Err(super::TryRecvError::Disconnected) => return Poll::Ready(None),
                 Err(super::TryRecvError::Empty) => {}
             }
-            let op = RecvOp::new(ChanRef::Owned(this.chan.clone()));
+            // SAFETY: the op stays in `this.stream`, which the receiver's
+            // `Drop` clears before its `chan` goes.
+            let op = RecvOp::new(unsafe { ChanRef::in_handle(&this.chan) });
             this.stream = Some(Box::pin(Perform::new(op)));
         }
         let pending = this.stream.as_mut().expect("receive in flight");
@@ -116,7 +118,9 @@ impl<T> Sink<T> for Sender<T> {
             Ok(()) => Ok(()),
             Err(TrySendError::Disconnected(v)) => Err(SendError(v)),
             Err(TrySendError::Full(v)) => {
-                let op = SendOp::new(ChanRef::Owned(this.chan.clone()), v);
+                // SAFETY: the op stays in `this.sink`, which the sender's
+                // `Drop` clears before its `chan` goes.
+                let op = SendOp::new(unsafe { ChanRef::in_handle(&this.chan) }, v);
                 this.sink = Some(Box::pin(Perform::new(op)));
                 Ok(())
             }
