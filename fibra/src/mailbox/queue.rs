@@ -137,9 +137,15 @@ impl<T> Block<T> {
     ///
     /// `b` is a block whose every slot was read, owned by the caller.
     unsafe fn reset(b: *mut Block<T>) {
-        // SAFETY: the caller owns the block. Relaxed: the block reaches its
-        // next user through `spare` (Release put, Acquire take).
+        // SAFETY: the caller owns the block: nobody else accesses it, so
+        // plain writes to its atomics race with nothing. Relaxed: the block
+        // reaches its next user through `spare` (Release put, Acquire take).
         unsafe {
+            // One `memset` for the flags (an `AtomicBool` is a `bool` in
+            // memory, and `false` is 0); loom's atomics are not.
+            #[cfg(not(loom))]
+            ptr::write_bytes(ptr::addr_of_mut!((*b).ready).cast::<u8>(), 0, CAP);
+            #[cfg(loom)]
             for i in 0..CAP {
                 (*b).ready[i].store(false, Ordering::Relaxed);
             }
@@ -551,10 +557,18 @@ impl<T> Queue<T> {
         let next = block.next.load(Ordering::Acquire);
         debug_assert!(!next.is_null());
         if head.block != self.first_ptr() {
-            // SAFETY: allocated by `Block::alloc` (not `first`), and every
-            // slot was read: no producer touches the block, it is ours.
-            unsafe { Block::reset(head.block) };
-            self.put_spare(head.block);
+            // Relaxed: only saves the reset of a block that would be freed
+            // anyway; `put_spare` decides.
+            if self.spare.load(Ordering::Relaxed).is_null() {
+                // SAFETY: allocated by `Block::alloc` (not `first`), and
+                // every slot was read: no producer touches the block, it is
+                // ours.
+                unsafe { Block::reset(head.block) };
+                self.put_spare(head.block);
+            } else {
+                // SAFETY: as above; nobody else holds it.
+                drop(unsafe { Box::from_raw(head.block) });
+            }
         }
         head.block = next;
         head.pos += 1; // skip the install position
