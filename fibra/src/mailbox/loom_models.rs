@@ -87,6 +87,26 @@ fn loom_mailbox_messages_cross_a_block_boundary_in_order() {
 }
 
 #[test]
+fn loom_mailbox_drained_block_reused_by_a_racing_install() {
+    // Blocks hold two messages under loom: 1-2 fill the embedded block,
+    // 3-4 the first allocated one, 5-6 the second. The receiver, reading
+    // while the sender sends 4-6, puts the drained first allocated block
+    // in `spare` as it reads 4, racing the install that send 4 makes (it
+    // finds no spare) and send 6 (it may take the drained block and write
+    // into it again). Every message must arrive once, in order, and no
+    // block be freed twice or written while the receiver reads it.
+    model(|| {
+        let (addr, mut mb) = mailbox::<u32>();
+        (1..=3).for_each(|m| addr.send(m).unwrap());
+        let t = thread::spawn(move || (4..=6).for_each(|m| addr.send(m).unwrap()));
+        let got: Vec<u32> = (0..6).map(|_| mb.recv_blocking().unwrap()).collect();
+        assert_eq!(got, [1, 2, 3, 4, 5, 6]);
+        t.join().unwrap();
+        assert_eq!(mb.recv_blocking(), None);
+    });
+}
+
+#[test]
 fn loom_mailbox_send_racing_the_receiver_parking_is_not_lost() {
     model(|| {
         let (addr, mut mb) = mailbox::<u32>();

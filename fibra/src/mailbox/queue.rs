@@ -54,9 +54,18 @@
 //!   (one per mailbox, so one per actor) allocates nothing of its own. The
 //!   queue points at it (`tail.block`, `Head::block`) once it lies where it
 //!   stays: its owner calls `settle` before sharing it, and never moves it
-//!   afterwards. Later blocks are allocated; the consumer frees each after
-//!   it read all `CAP` slots of it (every producer that wrote one is done
-//!   with it). The embedded one stays until the queue drops.
+//!   afterwards. Later blocks are allocated; once the consumer read all
+//!   `CAP` slots of one (every producer that wrote one is done with it), it
+//!   resets the block and keeps it in `spare` for the next install, or
+//!   frees it if `spare` is taken. The embedded one stays until the queue
+//!   drops.
+//! * `spare` passes a whole block between owners: the consumer or a
+//!   producer whose claim failed puts one in with a CAS from null (Release:
+//!   the block's reset, and the consumer's reads of its values, happen
+//!   before its next use), an installer takes it with a swap to null
+//!   (Acquire). Neither side expects a particular non-null value, so a
+//!   block's address coming back is no ABA: whoever holds the pointer owns
+//!   the block. The queue frees the one left there when it drops.
 
 use crate::loom::{AtomicBool, AtomicPtr, AtomicUsize, Ordering, UnsafeCell, spin_wait};
 use std::mem::MaybeUninit;
@@ -120,6 +129,30 @@ impl<T> Block<T> {
         }
     }
 
+    /// Makes a used-up block (every slot read) like a new one: no slot
+    /// ready, no next block. The values' cells are left as they are (read,
+    /// so logically uninitialised).
+    ///
+    /// # Safety
+    ///
+    /// `b` is a block whose every slot was read, owned by the caller.
+    unsafe fn reset(b: *mut Block<T>) {
+        // SAFETY: the caller owns the block: nobody else accesses it, so
+        // plain writes to its atomics race with nothing. Relaxed: the block
+        // reaches its next user through `spare` (Release put, Acquire take).
+        unsafe {
+            // One `memset` for the flags (an `AtomicBool` is a `bool` in
+            // memory, and `false` is 0); loom's atomics are not.
+            #[cfg(not(loom))]
+            ptr::write_bytes(ptr::addr_of_mut!((*b).ready).cast::<u8>(), 0, CAP);
+            #[cfg(loom)]
+            for i in 0..CAP {
+                (*b).ready[i].store(false, Ordering::Relaxed);
+            }
+            (*b).next.store(ptr::null_mut(), Ordering::Relaxed);
+        }
+    }
+
     fn alloc() -> *mut Block<T> {
         let mut b = Box::<Block<T>>::new_uninit();
         // SAFETY: a fresh allocation for a `Block<T>`; `init` writes every
@@ -162,6 +195,8 @@ pub(crate) struct Queue<T> {
     waker: UnsafeCell<Option<Waker>>,
     /// The epoch of the last taken park whose taker is done with the waker.
     done: AtomicUsize,
+    /// A used-up block, reset, for the next install; or null (module docs).
+    spare: AtomicPtr<Block<T>>,
     /// Models only: a taker is running the waker. loom records a cell
     /// access at its start, not over its length, so the models check the
     /// length with this flag.
@@ -196,6 +231,7 @@ impl<T> Queue<T> {
                 head: _,
                 waker: _,
                 done: _,
+                spare: _,
                 #[cfg(loom)]
                     waking: _,
                 first: _,
@@ -216,6 +252,7 @@ impl<T> Queue<T> {
             }));
             ptr::addr_of_mut!((*q).waker).write(UnsafeCell::new(None));
             ptr::addr_of_mut!((*q).done).write(AtomicUsize::new(0));
+            ptr::addr_of_mut!((*q).spare).write(AtomicPtr::new(ptr::null_mut()));
             #[cfg(loom)]
             ptr::addr_of_mut!((*q).waking).write(AtomicBool::new(false));
             Block::init(ptr::addr_of_mut!((*q).first));
@@ -325,7 +362,7 @@ impl<T> Queue<T> {
             if offset + 1 == CAP && spare.is_none() {
                 // We may fill the block: have the next one ready before we
                 // claim, so the install window stays short.
-                spare = Some(Block::alloc());
+                spare = Some(self.take_spare());
             }
             // The block that holds `pos`, read *before* the claim: if the CAS
             // below succeeds, `tail` did not move, so this is still the block
@@ -365,13 +402,46 @@ impl<T> Queue<T> {
                         self.wake(t & EPOCH);
                     }
                     if let Some(b) = spare {
-                        // SAFETY: allocated above and never published.
-                        drop(unsafe { Box::from_raw(b) });
+                        // Taken or allocated above, never published, as new.
+                        self.put_spare(b);
                     }
                     return;
                 }
                 Err(now) => t = now,
             }
+        }
+    }
+
+    /// A block for the next install: the spare if there is one, else a new
+    /// one.
+    fn take_spare(&self) -> *mut Block<T> {
+        // Relaxed: only decides whether to try; the swap synchronises.
+        if !self.spare.load(Ordering::Relaxed).is_null() {
+            // Acquire: pairs with `put_spare`'s Release, so the block's reset
+            // (and the consumer's reads of its values) happen before our
+            // writes to it.
+            let b = self.spare.swap(ptr::null_mut(), Ordering::Acquire);
+            if !b.is_null() {
+                return b;
+            }
+        }
+        Block::alloc()
+    }
+
+    /// Keeps `b` as the spare, or frees it if there is one already.
+    ///
+    /// `b` is a block nobody else holds, every slot unready and `next` null
+    /// (new, or `reset`), and never the embedded first block.
+    fn put_spare(&self, b: *mut Block<T>) {
+        // Release: the block's reset happens before the Acquire swap of the
+        // producer that takes it. Relaxed on failure: we keep `b`.
+        if self
+            .spare
+            .compare_exchange(ptr::null_mut(), b, Ordering::Release, Ordering::Relaxed)
+            .is_err()
+        {
+            // SAFETY: allocated by `Block::alloc` (never `first`), and ours.
+            drop(unsafe { Box::from_raw(b) });
         }
     }
 
@@ -487,9 +557,18 @@ impl<T> Queue<T> {
         let next = block.next.load(Ordering::Acquire);
         debug_assert!(!next.is_null());
         if head.block != self.first_ptr() {
-            // SAFETY: allocated by `Block::alloc` (not `first`), and every
-            // slot was read: no producer touches the block.
-            drop(unsafe { Box::from_raw(head.block) });
+            // Relaxed: only saves the reset of a block that would be freed
+            // anyway; `put_spare` decides.
+            if self.spare.load(Ordering::Relaxed).is_null() {
+                // SAFETY: allocated by `Block::alloc` (not `first`), and
+                // every slot was read: no producer touches the block, it is
+                // ours.
+                unsafe { Block::reset(head.block) };
+                self.put_spare(head.block);
+            } else {
+                // SAFETY: as above; nobody else holds it.
+                drop(unsafe { Box::from_raw(head.block) });
+            }
         }
         head.block = next;
         head.pos += 1; // skip the install position
@@ -668,6 +747,12 @@ impl<T> Drop for Queue<T> {
             // and owned by nobody else now; blocks after it do not exist
             // (nothing was claimed past `pos`).
             drop(unsafe { Box::from_raw(block) });
+        }
+        // Relaxed: `&mut self`, nobody else holds the queue.
+        let spare = self.spare.load(Ordering::Relaxed);
+        if !spare.is_null() {
+            // SAFETY: a block allocated by `Block::alloc`, owned by `spare`.
+            drop(unsafe { Box::from_raw(spare) });
         }
     }
 }
