@@ -73,7 +73,7 @@ pub use weak::WeakSender;
 
 use crate::loom::Arc;
 use crate::op::{Op, Perform};
-use meeting::{Chan, readiness};
+use meeting::Chan;
 use ops::ChanRef;
 use std::fmt;
 
@@ -330,21 +330,10 @@ impl<T> Sender<T> {
         // Refused on a worker even when it would not block.
         crate::op::check_blocking_allowed();
         // A buffered send that meets no waiter needs no perform.
-        let value = match self.chan.try_send_buffered(value) {
-            Ok(()) => return Ok(()),
-            Err(value) => value,
-        };
-        // Full: a receiver on another core usually makes room soon; wait
-        // for it without publishing a record (see `Chan::spin_until_may`).
-        let value = if self.chan.spin_until_may(readiness::SEND_MAY) {
-            match self.chan.try_send_buffered(value) {
-                Ok(()) => return Ok(()),
-                Err(value) => value,
-            }
-        } else {
-            value
-        };
-        self.send_op(value).perform()
+        match self.chan.try_send_buffered(value) {
+            Ok(()) => Ok(()),
+            Err(value) => self.send_op(value).perform(),
+        }
     }
 
     /// Sends `value`, waiting at most `d`; on timeout the value comes back
@@ -536,17 +525,10 @@ impl<T> Receiver<T> {
         // Refused on a worker even when it would not block.
         crate::op::check_blocking_allowed();
         // A buffered value with no sender waiting for room needs no perform.
-        if let Some(v) = self.chan.try_recv_buffered() {
-            return Ok(v);
+        match self.chan.try_recv_buffered() {
+            Some(v) => Ok(v),
+            None => self.recv_op().perform(),
         }
-        // Empty: a sender on another core usually sends soon; wait for it
-        // without publishing a record (see `Chan::spin_until_may`).
-        if self.chan.spin_until_may(readiness::RECV_MAY) {
-            if let Some(v) = self.chan.try_recv_buffered() {
-                return Ok(v);
-            }
-        }
-        self.recv_op().perform()
     }
 
     /// Receives a value, waiting at most `d`: `Err(Timeout)` if none came
