@@ -401,3 +401,61 @@ fn a_waiting_send_or_receive_releases_its_waker_however_it_ends() {
     assert_eq!(Arc::strong_count(&counter), base);
     assert_eq!(rx.try_recv(), Ok(6));
 }
+
+/// Blocking calls on an OS thread against tasks on a runtime, both ways, at
+/// capacities where the thread waits for room or for a value (first
+/// without a record, then with one): every value arrives once, in order.
+#[test]
+fn blocking_threads_and_tasks_hand_off_every_value_in_order() {
+    const N: u64 = 20_000;
+    for cap in [1, 3] {
+        let rt = fibra::Runtime::builder().workers(1).build().unwrap();
+        // A task sends, the thread receives.
+        let (tx, rx) = bounded::<u64>(cap);
+        let sender = rt.spawn(async move {
+            for i in 0..N {
+                tx.send(i).await.unwrap();
+            }
+        });
+        for i in 0..N {
+            assert_eq!(rx.recv_blocking(), Ok(i), "cap {cap}");
+        }
+        assert_eq!(rx.recv_blocking(), Err(fibra::RecvError), "cap {cap}");
+        rt.block_on(sender).unwrap();
+        // The thread sends, a task receives.
+        let (tx, rx) = bounded::<u64>(cap);
+        let receiver = rt.spawn(async move {
+            let mut next = 0;
+            while let Ok(v) = rx.recv().await {
+                assert_eq!(v, next, "cap {cap}");
+                next += 1;
+            }
+            next
+        });
+        for i in 0..N {
+            tx.send_blocking(i).unwrap();
+        }
+        drop(tx);
+        assert_eq!(rt.block_on(receiver).unwrap(), N, "cap {cap}");
+    }
+}
+
+/// A thread waiting in a blocking call sees the other side go, whether the
+/// other side goes while the thread still spins or once it has parked.
+#[test]
+fn blocking_calls_see_the_other_side_go() {
+    for delay in [Duration::ZERO, Duration::from_millis(20)] {
+        let (tx, rx) = bounded::<u64>(1);
+        let t = std::thread::spawn(move || rx.recv_blocking());
+        std::thread::sleep(delay);
+        drop(tx);
+        assert_eq!(t.join().unwrap(), Err(fibra::RecvError), "{delay:?}");
+
+        let (tx, rx) = bounded::<u64>(1);
+        tx.send_blocking(1).unwrap();
+        let t = std::thread::spawn(move || tx.send_blocking(2));
+        std::thread::sleep(delay);
+        drop(rx);
+        assert_eq!(t.join().unwrap(), Err(fibra::SendError(2)), "{delay:?}");
+    }
+}

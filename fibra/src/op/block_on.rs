@@ -1,13 +1,24 @@
 //! Running a future to completion on the current OS thread, by parking it.
 //!
-//! Invariants: `notified` is set (Release) by `wake` before `unpark`, and
-//! cleared (Acquire swap) by the parked thread before each poll, so a wake
-//! between a poll returning `Pending` and the thread parking is never lost:
-//! the thread sees the flag and polls again instead of parking.
+//! # Invariants
+//!
+//! * `ThreadWaker::state` is `EMPTY`, `NOTIFIED` or `PARKED`. A wake
+//!   stores `NOTIFIED` (a Release swap) and unparks the thread only if the
+//!   swap took `PARKED` away: a thread still polling or spinning is not
+//!   unparked at all. Only the blocked thread moves the state out of
+//!   `NOTIFIED` (an Acquire swap to `EMPTY`, before it polls again) or into
+//!   `PARKED` (a compare-exchange from `EMPTY`), so a wake between a poll
+//!   returning `Pending` and the thread parking is never lost: either the
+//!   compare-exchange fails on `NOTIFIED` and the thread polls again, or it
+//!   succeeds and the wake that follows sees `PARKED` and unparks.
+//! * An unpark that comes after the thread already left its park (it saw
+//!   `NOTIFIED` on a spurious return) leaves the thread's park token set: a
+//!   later park returns early, finds the state still `PARKED`, and parks
+//!   again.
 
 #[cfg(not(loom))]
 use crate::loom::thread;
-use crate::loom::{AtomicBool, Ordering};
+use crate::loom::{AtomicUsize, Ordering};
 use std::future::Future;
 use std::pin::pin;
 use std::sync::Arc as StdArc;
@@ -20,8 +31,16 @@ struct ThreadWaker {
     /// wake (see `park`) can only ever release this `block_on`.
     #[cfg(loom)]
     notify: loom::sync::Notify,
-    notified: AtomicBool,
+    /// `EMPTY`, `NOTIFIED` or `PARKED`: see the module's invariants.
+    state: AtomicUsize,
 }
+
+/// No wake pending; the thread is not parked.
+const EMPTY: usize = 0;
+/// A wake came since the thread last looked.
+const NOTIFIED: usize = 1;
+/// The thread is parked (or about to): a wake must unpark it.
+const PARKED: usize = 2;
 
 impl Wake for ThreadWaker {
     fn wake(self: StdArc<Self>) {
@@ -29,8 +48,10 @@ impl Wake for ThreadWaker {
     }
 
     fn wake_by_ref(self: &StdArc<Self>) {
-        // Release pairs with the Acquire swap in `block_on`.
-        if !self.notified.swap(true, Ordering::Release) {
+        // Release: what the waker did before (the commit) is visible to
+        // the thread's Acquire swap that consumes `NOTIFIED`. Seeing
+        // `PARKED` needs no ordering: the unpark has its own.
+        if self.state.swap(NOTIFIED, Ordering::Release) == PARKED {
             #[cfg(not(loom))]
             self.thread.unpark();
             #[cfg(loom)]
@@ -44,7 +65,7 @@ thread_local! {
     /// One waker per thread, reused by every blocking perform on it.
     static PARKER: StdArc<ThreadWaker> = StdArc::new(ThreadWaker {
         thread: thread::current(),
-        notified: AtomicBool::new(false),
+        state: AtomicUsize::new(EMPTY),
     });
 }
 
@@ -84,26 +105,56 @@ fn park(parker: &ThreadWaker) {
     }
 }
 
-/// Spins (then yields) briefly waiting for a wake; returns
-/// whether one came (and consumes it).
-fn spin_for_wake(notified: &AtomicBool) -> bool {
+/// Consumes a pending wake, if there is one.
+fn take_wake(state: &AtomicUsize) -> bool {
+    // Relaxed peek; only this thread moves the state out of `NOTIFIED`, so
+    // the swap that follows a peek of `NOTIFIED` takes it. Acquire pairs
+    // with the Release half of the swap in `wake_by_ref`.
+    state.load(Ordering::Relaxed) == NOTIFIED && state.swap(EMPTY, Ordering::Acquire) == NOTIFIED
+}
+
+/// Spins (then yields) briefly waiting for a wake; returns whether one
+/// came (and consumes it).
+fn spin_for_wake(state: &AtomicUsize) -> bool {
     #[cfg(loom)]
     {
-        let _ = notified;
+        let _ = state;
         false
     }
     #[cfg(not(loom))]
     {
         let mut step = 0;
         while step < 10 {
-            // Relaxed peek; the Acquire swap (pairing with the Release swap
-            // in `wake_by_ref`) makes the wake visible.
-            if notified.load(Ordering::Relaxed) && notified.swap(false, Ordering::Acquire) {
+            if take_wake(state) {
                 return true;
             }
             crate::loom::spin_wait(&mut step);
         }
         false
+    }
+}
+
+/// Parks until a wake comes, and consumes it.
+fn park_for_wake(parker: &ThreadWaker) {
+    // Relaxed both ways: success publishes nothing (a wake that then sees
+    // `PARKED` only unparks), and on failure the state is `NOTIFIED`
+    // (only a wake moves it away from `EMPTY`), which `take_wake` consumes
+    // with Acquire.
+    if parker
+        .state
+        .compare_exchange(EMPTY, PARKED, Ordering::Relaxed, Ordering::Relaxed)
+        .is_err()
+    {
+        let taken = take_wake(&parker.state);
+        debug_assert!(taken, "a wake that is not there");
+        return;
+    }
+    loop {
+        park(parker);
+        // A spurious return (or a stale unpark token) finds `PARKED` still.
+        if take_wake(&parker.state) {
+            return;
+        }
     }
 }
 
@@ -168,7 +219,7 @@ pub fn block_on<F: Future>(future: F) -> F::Output {
     #[cfg(loom)]
     let parker = StdArc::new(ThreadWaker {
         notify: loom::sync::Notify::new(),
-        notified: AtomicBool::new(false),
+        state: AtomicUsize::new(EMPTY),
     });
     let waker = Waker::from(parker.clone());
     let mut cx = Context::from_waker(&waker);
@@ -179,13 +230,8 @@ pub fn block_on<F: Future>(future: F) -> F::Output {
         }
         // A partner running on another core often answers sooner than a
         // park/unpark pair would take: spin briefly first.
-        // Acquire pairs with the Release swap in `wake_by_ref`.
-        if !spin_for_wake(&parker.notified) {
-            outside_executors(|| {
-                while !parker.notified.swap(false, Ordering::Acquire) {
-                    park(&parker);
-                }
-            });
+        if !spin_for_wake(&parker.state) {
+            outside_executors(|| park_for_wake(&parker));
         }
     }
 }

@@ -130,3 +130,86 @@ fn loom_future_op_keeps_an_output_that_loses_the_race() {
         assert!(cell.is_terminated());
     });
 }
+
+/// A future that is ready once `Flag::set` ran; its waker is kept under a
+/// lock, so the only way to lose a wake-up is in `block_on`'s handshake.
+struct Flag {
+    set: crate::loom::AtomicBool,
+    waker: crate::loom::Mutex<Option<std::task::Waker>>,
+}
+
+impl Flag {
+    fn new() -> crate::loom::Arc<Self> {
+        crate::loom::Arc::new(Self {
+            set: crate::loom::AtomicBool::new(false),
+            waker: crate::loom::Mutex::new(None),
+        })
+    }
+
+    /// Sets the flag and wakes the waiter `wakes` times (by reference,
+    /// then by value), as a commit that is followed by late wakes would.
+    fn set(&self, wakes: usize) {
+        // Release: pairs with the Acquire load in `poll`.
+        self.set.store(true, crate::loom::Ordering::Release);
+        let waker = crate::loom::lock(&self.waker).clone();
+        if let Some(w) = waker {
+            for _ in 1..wakes {
+                w.wake_by_ref();
+            }
+            w.wake();
+        }
+    }
+
+    /// Waits for the flag, counting its polls in `polls`.
+    async fn wait(&self, polls: &std::cell::Cell<usize>) {
+        std::future::poll_fn(|cx| {
+            polls.set(polls.get() + 1);
+            *crate::loom::lock(&self.waker) = Some(cx.waker().clone());
+            // Acquire: pairs with the Release store in `set`.
+            if self.set.load(crate::loom::Ordering::Acquire) {
+                std::task::Poll::Ready(())
+            } else {
+                std::task::Poll::Pending
+            }
+        })
+        .await;
+    }
+}
+
+#[test]
+fn loom_block_on_never_loses_a_wake() {
+    // The wake may come before the poll, between the poll's `Pending` and
+    // the park's compare-exchange, or after the thread parked; in every
+    // order the thread returns (a lost wake-up would park it for ever, which
+    // loom reports as a deadlock), after at most two polls.
+    model(|| {
+        let flag = Flag::new();
+        let setter = {
+            let flag = flag.clone();
+            thread::spawn(move || flag.set(1))
+        };
+        let polls = std::cell::Cell::new(0);
+        crate::block_on(flag.wait(&polls));
+        assert!((1..=2).contains(&polls.get()), "{} polls", polls.get());
+        setter.join().unwrap();
+    });
+}
+
+#[test]
+fn loom_block_on_repeated_wakes_need_one_unpark() {
+    // Three wakes of one waiting: the later ones find `NOTIFIED` (or the
+    // thread polling again) and must neither be lost nor leave the thread
+    // parked; two waiters in a row on the same flag return as well.
+    model(|| {
+        let flag = Flag::new();
+        let setter = {
+            let flag = flag.clone();
+            thread::spawn(move || flag.set(3))
+        };
+        let polls = std::cell::Cell::new(0);
+        crate::block_on(flag.wait(&polls));
+        crate::block_on(flag.wait(&polls));
+        assert!((2..=3).contains(&polls.get()), "{} polls", polls.get());
+        setter.join().unwrap();
+    });
+}
