@@ -144,7 +144,7 @@ fn loom_rt_shutdown_racing_a_wake_drops_the_parked_task_once() {
     // sent, and nothing keeps the runtime alive. The channel is buffered
     // so that the sender never blocks: a blocked sender's thread would add
     // its own park and wake to explore (the block_on handshake has models
-    // of its own) and double the model's time.
+    // of its own).
     model(|| {
         let (rt, weak) = runtime();
         let drops = Arc::new(AtomicUsize::new(0));
