@@ -182,34 +182,32 @@ fn loom_block_on_never_loses_a_wake() {
     // the park's compare-exchange, or after the thread parked; in every
     // order the thread returns (a lost wake-up would park it for ever, which
     // loom reports as a deadlock), after at most two polls.
-    model(|| {
-        let flag = Flag::new();
-        let setter = {
-            let flag = flag.clone();
-            thread::spawn(move || flag.set(1))
-        };
-        let polls = std::cell::Cell::new(0);
-        crate::block_on(flag.wait(&polls));
-        assert!((1..=2).contains(&polls.get()), "{} polls", polls.get());
-        setter.join().unwrap();
-    });
+    block_on_waits_after_wakes(1, 1, 1..=2);
 }
 
 #[test]
-fn loom_block_on_repeated_wakes_need_one_unpark() {
+fn loom_block_on_repeated_wakes_are_neither_lost_nor_left_over() {
     // Three wakes of one waiting: the later ones find `NOTIFIED` (or the
     // thread polling again) and must neither be lost nor leave the thread
     // parked; two waiters in a row on the same flag return as well.
-    model(|| {
+    block_on_waits_after_wakes(3, 2, 2..=3);
+}
+
+/// A thread sets a [`Flag`] and wakes its waiter `wakes` times while this
+/// one waits for it `waits` times in a row with `block_on`; every wait
+/// returns, after a number of polls in `polls` all told.
+fn block_on_waits_after_wakes(wakes: usize, waits: usize, polls: std::ops::RangeInclusive<usize>) {
+    model(move || {
         let flag = Flag::new();
         let setter = {
             let flag = flag.clone();
-            thread::spawn(move || flag.set(3))
+            thread::spawn(move || flag.set(wakes))
         };
-        let polls = std::cell::Cell::new(0);
-        crate::block_on(flag.wait(&polls));
-        crate::block_on(flag.wait(&polls));
-        assert!((2..=3).contains(&polls.get()), "{} polls", polls.get());
+        let counted = std::cell::Cell::new(0);
+        for _ in 0..waits {
+            crate::block_on(flag.wait(&counted));
+        }
+        assert!(polls.contains(&counted.get()), "{} polls", counted.get());
         setter.join().unwrap();
     });
 }
