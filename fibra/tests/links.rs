@@ -211,7 +211,10 @@ fn link_cycles_are_freed_when_the_actors_end() {
         c.link(&a);
         b.kill();
         assert_eq!(ma.recv().await.unwrap().exit, Exit::Killed);
+        b.exited().await;
         c.exited().await;
+        // An exit is published after the death signalled (and dropped) its
+        // links: nothing of b or c holds a's mailbox now.
         drop((a, ma, b, c));
         assert_eq!(drops.load(Ordering::SeqCst), 1, "a's mailbox was freed");
     });

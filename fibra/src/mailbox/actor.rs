@@ -160,8 +160,10 @@ impl<M> Addr<M> {
     /// remaining messages are dropped with it) and reports `exit`.
     pub(crate) fn end_supervised(&self, exit: Exit) {
         self.inner.close();
-        let _ = self.inner.exit.put(exit.clone());
+        // The life may have died before (it is then only the names left to
+        // free); the mailbox ends here either way.
         self.inner.die(&exit, self.inner.actor_id(), true);
+        self.inner.publish_exit(exit);
         // Messages the last life left unreceived go with the mailbox.
         let handover = lock(&self.inner.ctl)
             .rare
@@ -208,16 +210,8 @@ impl<F, M> Actor<F, M> {
         match self.on_end.take() {
             None => {
                 inner.close();
-                // The links see the exit where it was put (no copy). Only
-                // this end puts an actor's exit, so the put succeeds; were
-                // it refused, the links would see this one.
-                match inner.exit.put(exit) {
-                    Ok(()) => {
-                        let exit = inner.exit.get_ref().expect("put just above");
-                        inner.die(exit, inner.actor_id(), true);
-                    }
-                    Err(exit) => inner.die(&exit, inner.actor_id(), true),
-                }
+                // Only this end ends an actor's mailbox.
+                inner.end_for_good(exit);
             }
             Some(on_end) => {
                 inner.die(&exit, inner.actor_id(), false);

@@ -14,8 +14,15 @@
 //!   it) or sees one side `dead` and signals the other at once: a linked
 //!   death is never missed, and delivered once (loom model
 //!   `loom_link_racing_both_deaths`).
-//! * `dead` is `Some` from the current life's end until a supervisor starts
-//!   the next one (`revive`); a dead life takes no link, kill or name.
+//! * A mailbox's final end (`end_for_good`) publishes its exit only after
+//!   the death signalled its links and freed its names: whoever sees the
+//!   exit sees those done (loom model `loom_exit_seen_after_the_links_are_signalled`).
+//!   A link made in between finds the life `dead` but no exit yet; it
+//!   joins the list as if the life were alive, and the end drains the list
+//!   once more after publishing, under the lock, so a later link sees the
+//!   exit and signals itself.
+//! * `dead` is true from the current life's end until a supervisor starts
+//!   the next one (`revive`); a dead life takes no kill or name.
 //! * `killed` (atomic) mirrors `kill.is_some()` for the actor's task, which
 //!   reads it at the start of every poll without the lock. A kill sets it
 //!   under the lock and then wakes the task's registered waker; the task
@@ -190,9 +197,40 @@ impl<M: Send + 'static> LinkEnd for InnerArc<M> {
 }
 
 impl<M> Inner<M> {
+    /// Ends the mailbox for good with `exit`, unless it already ended: its
+    /// life dies, then `exit` is published (see the invariants). Returns
+    /// whether this call ended it.
+    pub(crate) fn end_for_good(&self, exit: Exit) -> bool {
+        if !self.die(&exit, self.actor_id(), true) {
+            return false;
+        }
+        self.publish_exit(exit);
+        true
+    }
+
+    /// Publishes the mailbox's final `exit`, after its last life died
+    /// (`die` with `last`), then signals the links made meanwhile.
+    pub(crate) fn publish_exit(&self, exit: Exit) {
+        // Only the caller that ended the mailbox publishes: the put is not
+        // refused.
+        let _ = self.exit.put(exit);
+        let late = std::mem::take(&mut lock(&self.ctl).links);
+        if late.is_empty() {
+            return;
+        }
+        let Some(exit) = self.exit.get_ref() else {
+            return;
+        };
+        let me = self.actor_id();
+        for peer in late {
+            peer.signal(me, exit);
+        }
+    }
+
     /// Ends the current life with `exit` (once): takes its links and signals
     /// each peer; on the mailbox's final end (`last`), also frees its names.
-    pub(crate) fn die(&self, exit: &Exit, me: ActorId, last: bool) {
+    /// Returns whether this call ended the life (not if it was dead before).
+    pub(crate) fn die(&self, exit: &Exit, me: ActorId, last: bool) -> bool {
         let mut c = lock(&self.ctl);
         if c.dead {
             // The life ended before; a supervisor now ends the mailbox.
@@ -201,7 +239,7 @@ impl<M> Inner<M> {
             if !names.is_empty() {
                 super::registry::forget(&names, me);
             }
-            return;
+            return false;
         }
         c.dead = true;
         if c.links.is_empty() && c.rare.is_none() && !c.supervised {
@@ -210,7 +248,7 @@ impl<M> Inner<M> {
             let waker = c.waker.take();
             drop(c);
             drop(waker);
-            return;
+            return true;
         }
         if c.supervised && !last {
             c.rare().last_exit = Some(exit.clone());
@@ -226,6 +264,7 @@ impl<M> Inner<M> {
         if !names.is_empty() {
             super::registry::forget(&names, me);
         }
+        true
     }
 
     /// Kills the current life, which will end with `exit`: an actor task is
@@ -249,8 +288,7 @@ impl<M> Inner<M> {
         } else {
             drop(c);
             self.close();
-            let _ = self.exit.put(exit.clone());
-            self.die(&exit, self.actor_id(), true);
+            self.end_for_good(exit);
         }
     }
 
@@ -281,12 +319,17 @@ impl<M> Inner<M> {
         lock(&self.ctl).kill.as_deref().cloned()
     }
 
-    /// How the current (dead) life ended, for a link made after it.
-    fn dead_exit(&self, c: &Control<M>) -> Exit {
+    /// How the current life ended, for a link made after it: `None` while
+    /// it lives, and while its final end signals the links it had (the
+    /// exit is not published yet; the link joins the list).
+    fn dead_exit(&self, c: &Control<M>) -> Option<Exit> {
+        if !c.dead {
+            return None;
+        }
         match c.rare.as_ref().and_then(|r| r.last_exit.clone()) {
-            Some(e) if c.supervised => e,
-            // Filled before `die` marks the life dead.
-            _ => self.exit.try_get().unwrap_or(Exit::Closed),
+            // Kept under the lock that marked the life dead.
+            Some(e) if c.supervised => Some(e),
+            _ => self.exit.try_get(),
         }
     }
 
@@ -334,8 +377,8 @@ pub(crate) fn link<A: Send + 'static, B: Send + 'static>(a: &InnerArc<A>, b: &In
         cb = lock(&b.ctl);
         ca = lock(&a.ctl);
     }
-    let ea = ca.dead.then(|| a.dead_exit(&ca));
-    let eb = cb.dead.then(|| b.dead_exit(&cb));
+    let ea = a.dead_exit(&ca);
+    let eb = b.dead_exit(&cb);
     match (ea, eb) {
         (None, None) => {
             if !ca.links.iter().any(|p| p.id() == idb) {

@@ -241,6 +241,37 @@ fn loom_link_racing_a_death_signals_once() {
 }
 
 #[test]
+fn loom_exit_seen_after_the_links_are_signalled() {
+    // A mailbox's exit is published only after its death signalled its
+    // links: whoever sees the exit finds the signal already queued, and a
+    // link made while the death runs is signalled once, after it.
+    model(|| {
+        let (a, mut ma) = mailbox::<crate::ExitSignal>();
+        ma.trap_exits(|s| s);
+        let (late, mut ml) = mailbox::<crate::ExitSignal>();
+        ml.trap_exits(|s| s);
+        let (b, mb) = mailbox::<()>();
+        a.link(&b);
+        let t = thread::spawn(move || drop(mb)); // b's death (closed)
+        late.link(&b);
+        // Seen the exit: the signal is there already.
+        let early = b
+            .try_exited()
+            .map(|_| ma.try_recv().expect("signalled first"));
+        t.join().unwrap();
+        let signal = match early {
+            Some(s) => s,
+            None => ma.try_recv().expect("the death was signalled"),
+        };
+        assert_eq!(signal.exit, crate::Exit::Closed);
+        assert_eq!(ml.try_recv().map(|s| s.exit), Ok(crate::Exit::Closed));
+        assert_eq!(ma.try_recv(), Err(TryRecvError::Empty));
+        assert_eq!(ml.try_recv(), Err(TryRecvError::Empty));
+        assert!(crate::loom::lock(&b.inner.ctl).links.is_empty());
+    });
+}
+
+#[test]
 fn loom_link_racing_both_deaths() {
     // Both sides die while they are linked: whatever the order, no deadlock
     // (the link takes both locks, each death only its own), no signal

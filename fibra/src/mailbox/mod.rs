@@ -411,6 +411,10 @@ impl<M> Addr<M> {
     /// monitor), yielding how it ended. For a mailbox made by [`mailbox`],
     /// when the mailbox is closed or dropped ([`Exit::Closed`]).
     ///
+    /// By then the death is complete: its links were signalled (a trapping
+    /// actor has the [`ExitSignal`] in its mailbox) and its registered names
+    /// are free to take again.
+    ///
     /// ```
     /// use fibra::Exit;
     ///
@@ -1055,8 +1059,8 @@ impl<M> Mailbox<M> {
     /// ```
     pub fn close(&mut self) {
         self.inner.close_by_receiver();
-        if !self.owned_by_task && self.inner.exit.put(Exit::Closed).is_ok() {
-            self.inner.die(&Exit::Closed, self.inner.actor_id(), true);
+        if !self.owned_by_task {
+            self.inner.end_for_good(Exit::Closed);
         }
     }
 
@@ -1153,8 +1157,8 @@ impl<M> Drop for Mailbox<M> {
             return;
         }
         self.inner.close_by_receiver();
-        if !self.owned_by_task && self.inner.exit.put(Exit::Closed).is_ok() {
-            self.inner.die(&Exit::Closed, self.inner.actor_id(), true);
+        if !self.owned_by_task {
+            self.inner.end_for_good(Exit::Closed);
         }
         self.pull_all();
         // SAFETY: we are the single consumer, and it is going away.
