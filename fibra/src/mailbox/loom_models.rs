@@ -223,8 +223,9 @@ fn loom_semaphore_acquire_losing_a_choice_keeps_no_permit() {
 
 #[test]
 fn loom_link_racing_a_death_signals_once() {
-    // A link is made while the other side dies: the death is either found
-    // in the link list or seen as `dead` by the link, which then signals
+    // A link is made while the other side dies: the death finds it in the
+    // link list (made before the death, or while it ran: drained after the
+    // exit is published), or the link sees the published exit and signals
     // itself. Exactly one signal either way.
     model(|| {
         let (a, mut ma) = mailbox::<crate::ExitSignal>();
