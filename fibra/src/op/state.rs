@@ -91,7 +91,7 @@
 //! exclusive. The owner never touches it again once it sees `SYNCED`.
 
 use crate::loom::{AtomicBool, AtomicUsize, Ordering, UnsafeCell, spin_wait};
-use std::task::Waker;
+use std::task::{RawWaker, RawWakerVTable, Waker};
 
 const TAG_BITS: u32 = 3;
 const TAG_MASK: usize = (1 << TAG_BITS) - 1;
@@ -177,7 +177,7 @@ pub(super) enum Commit {
 #[derive(Debug)]
 pub(crate) struct OpState {
     state: AtomicUsize,
-    waker: UnsafeCell<Option<Waker>>,
+    waker: UnsafeCell<WakerSlot>,
     /// Flag `leaf` (for leaves below [`FLAGGED`]): a party other than the
     /// owner took that leaf's stale record out of its queue, so the owner's
     /// withdrawal needs no lock (see "Unlinked records" in the module docs).
@@ -190,7 +190,7 @@ impl OpState {
     pub(crate) fn new() -> Self {
         Self {
             state: AtomicUsize::new(W),
-            waker: UnsafeCell::new(None),
+            waker: UnsafeCell::new(WakerSlot::NONE),
             unlinked: std::array::from_fn(|_| AtomicBool::new(false)),
             unlinked_bits: AtomicUsize::new(0),
         }
@@ -238,7 +238,7 @@ impl OpState {
         // SAFETY: no record points at this opstate yet, so nobody else can
         // reach the cell; publication (under a queue lock) orders this write
         // before any remote read.
-        self.waker.with_mut(|w| unsafe { *w = Some(waker) });
+        self.waker.with_mut(|w| unsafe { (*w).set(waker) });
     }
 
     /// Replaces the waker of a published, still-waiting perform. Returns
@@ -249,12 +249,8 @@ impl OpState {
         }
         // SAFETY: we hold `C`, which excludes `BUSY`, the only other state in
         // which the waker is touched.
-        self.waker.with_mut(|w| unsafe {
-            match &mut *w {
-                Some(old) if old.will_wake(waker) => {}
-                slot => *slot = Some(waker.clone()),
-            }
-        });
+        self.waker
+            .with_mut(|w| unsafe { (*w).set_unless_same(waker) });
         self.unclaim();
         true
     }
@@ -365,12 +361,8 @@ impl OpState {
     pub(crate) unsafe fn replace_waker_plain(&self, waker: &Waker) {
         // SAFETY: the caller's contract: remote parties touch the waker of
         // a plain record only under that lock, after taking the record out.
-        self.waker.with_mut(|w| unsafe {
-            match &mut *w {
-                Some(old) if old.will_wake(waker) => {}
-                slot => *slot = Some(waker.clone()),
-            }
-        });
+        self.waker
+            .with_mut(|w| unsafe { (*w).set_unless_same(waker) });
     }
 
     /// Owner, when its perform is dropped: `W -> X`, or waits out a commit in
@@ -407,6 +399,68 @@ impl OpState {
                 Commit::Claimed => spin_wait(&mut step),
             }
         }
+    }
+}
+
+/// The owner's waker, kept as its raw parts: "none" is two null words, so
+/// a fresh opstate is constants only. An `Option<Waker>`'s `None` leaves
+/// the data word undefined, and LLVM builds such an opstate in a stack
+/// temporary and copies it into the perform with an overlapping 16-byte
+/// load that the store before it cannot forward: a stall at every perform
+/// (`docs/bench/LOG.md`, 2026-11-24, `select-both`).
+struct WakerSlot {
+    data: *const (),
+    /// Null: no waker.
+    vtable: *const RawWakerVTable,
+}
+
+impl WakerSlot {
+    const NONE: Self = Self {
+        data: std::ptr::null(),
+        vtable: std::ptr::null(),
+    };
+
+    /// Stores `waker`, dropping the one held before.
+    fn set(&mut self, waker: Waker) {
+        drop(self.take());
+        let waker = std::mem::ManuallyDrop::new(waker);
+        self.data = waker.data();
+        self.vtable = waker.vtable();
+    }
+
+    /// Stores a clone of `waker` unless the one held would wake the same
+    /// task (`Waker::will_wake`: same data and vtable).
+    fn set_unless_same(&mut self, waker: &Waker) {
+        if !(std::ptr::eq(self.data, waker.data()) && std::ptr::eq(self.vtable, waker.vtable())) {
+            self.set(waker.clone());
+        }
+    }
+
+    /// Takes the waker out, leaving none.
+    fn take(&mut self) -> Option<Waker> {
+        if self.vtable.is_null() {
+            return None;
+        }
+        // Not dropped: its parts become the returned `Waker`.
+        let parts = std::mem::ManuallyDrop::new(std::mem::replace(self, Self::NONE));
+        // SAFETY: the parts came from a `Waker` that `set` took ownership
+        // of (and did not drop), and they are taken out once; the vtable
+        // pointer came from a `&'static RawWakerVTable`.
+        Some(unsafe { Waker::from_raw(RawWaker::new(parts.data, &*parts.vtable)) })
+    }
+}
+
+impl std::fmt::Debug for WakerSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WakerSlot")
+            .field("set", &!self.vtable.is_null())
+            .finish()
+    }
+}
+
+impl Drop for WakerSlot {
+    fn drop(&mut self) {
+        drop(self.take());
     }
 }
 
