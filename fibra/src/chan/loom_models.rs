@@ -446,3 +446,30 @@ fn loom_partner_unlinks_a_stale_record_while_its_owner_withdraws() {
         assert!(matches!(b_keep.try_send(4), Err(TrySendError::Full(4))));
     });
 }
+
+#[test]
+fn loom_a_partner_unlinks_a_flagged_and_a_bitted_record_while_their_owner_withdraws() {
+    // A receiver chooses over B, A and C (leaf 0 is B: under loom the
+    // opstate's only flag; A and C are in the bit word). The sender sends
+    // on A, then tries B and C: each try meets the choice's stale record
+    // there (if the choice published on it) and unlinks it, one mark on
+    // the flag, one in the word, racing the owner's withdrawal, which skips
+    // the lock of every record it sees marked. The choice gets A's value,
+    // neither try succeeds, and no record is left to absorb a later send.
+    model(|| {
+        let (a_tx, a_rx) = channel::<u32>();
+        let (b_tx, b_rx) = channel::<u32>();
+        let (c_tx, c_rx) = channel::<u32>();
+        let (a_keep, b_keep, c_keep) = (a_tx.clone(), b_tx.clone(), c_tx.clone());
+        let sender = thread::spawn(move || {
+            let sent = a_tx.send_blocking(1);
+            (sent, b_tx.try_send(2).is_ok(), c_tx.try_send(3).is_ok())
+        });
+        let got = choose((b_rx.recv_op(), a_rx.recv_op(), c_rx.recv_op())).perform();
+        assert_eq!(got, Ok(1));
+        assert_eq!(sender.join().unwrap(), (Ok(()), false, false));
+        assert!(matches!(a_keep.try_send(4), Err(TrySendError::Full(4))));
+        assert!(matches!(b_keep.try_send(5), Err(TrySendError::Full(5))));
+        assert!(matches!(c_keep.try_send(6), Err(TrySendError::Full(6))));
+    });
+}

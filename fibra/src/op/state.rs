@@ -62,14 +62,23 @@
 //! # Unlinked records
 //!
 //! A record whose opstate left `W` is stale; whoever meets it under its
-//! queue's lock takes it out (`WaitQueue::find_partner`). That party then sets
-//! the leaf's bit in `unlinked` (Release) as its last access to the opstate.
+//! queue's lock takes it out (`WaitQueue::find_partner`). That party then
+//! marks the leaf unlinked (Release) as its last access to the opstate.
 //! The owner, withdrawing its records after the perform ended (`SYNCED` or
 //! `X`), skips the lock of every queue whose record it sees unlinked
 //! (Acquire): the record is gone and nobody touches the opstate through it any
-//! more. A bit it does not see only costs the lock, as without the bit. Bits are set
-//! only on records already out of their queue, so a set bit never hides a
-//! record still queued. In a choice between two parties that alternate
+//! more. A mark it does not see only costs the lock, as without the mark.
+//! Marks are set only on records already out of their queue, so a mark never
+//! hides a record still queued.
+//!
+//! The first [`FLAGGED`] leaves have a flag each (`unlinked`), set with a
+//! plain store of `true`: removers of different leaves' records (other
+//! queues, perhaps other threads) write different flags, so no mark can
+//! overwrite another. A blocking choice over C channels that lost C - 1
+//! records to a partner's publication costs that partner C - 1 plain
+//! stores instead of C - 1 read-modify-writes on one shared word. The next 64 leaves share a bit
+//! word (`unlinked_bits`, `fetch_or`: several removers may set bits at
+//! once); leaves beyond have no mark (their withdrawal always locks). In a choice between two parties that alternate
 //! (each blocks on every clause while the other commits one), the partner's
 //! next try meets and drops the other clauses' stale records before their
 //! owner runs again, so the owner's withdrawal takes no lock at all.
@@ -81,8 +90,8 @@
 //! while it holds `BUSY`. `C` and `BUSY` exclude each other, so access is
 //! exclusive. The owner never touches it again once it sees `SYNCED`.
 
-use crate::loom::{AtomicUsize, Ordering, UnsafeCell, spin_wait};
-use std::task::Waker;
+use crate::loom::{AtomicBool, AtomicUsize, Ordering, UnsafeCell, spin_wait};
+use std::task::{RawWaker, RawWakerVTable, Waker};
 
 const TAG_BITS: u32 = 3;
 const TAG_MASK: usize = (1 << TAG_BITS) - 1;
@@ -120,11 +129,35 @@ fn synced(leaf: usize) -> usize {
     (leaf << TAG_BITS) | TAG_SYNCED
 }
 
-/// The `unlinked` bit of `leaf`, if it has one.
-fn leaf_bit(leaf: usize) -> Option<usize> {
-    u32::try_from(leaf)
+/// Leaves with an unlinked flag of their own (module docs, "Unlinked
+/// records"). Under loom, one: the models' two-leaf choices then take both
+/// the flag and the bit word.
+#[cfg(not(loom))]
+pub(crate) const FLAGGED: usize = 16;
+#[cfg(loom)]
+pub(crate) const FLAGGED: usize = 1;
+
+/// Where the unlinked mark of a leaf lives.
+enum Mark {
+    /// `unlinked[leaf]`.
+    Flag(usize),
+    /// This bit of `unlinked_bits`.
+    Bit(usize),
+    /// Nowhere: the owner's withdrawal locks.
+    None,
+}
+
+fn mark_of(leaf: usize) -> Mark {
+    if leaf < FLAGGED {
+        return Mark::Flag(leaf);
+    }
+    match u32::try_from(leaf - FLAGGED)
         .ok()
-        .and_then(|leaf| 1usize.checked_shl(leaf))
+        .and_then(|bit| 1usize.checked_shl(bit))
+    {
+        Some(bit) => Mark::Bit(bit),
+        None => Mark::None,
+    }
 }
 
 /// The result of a remote party's attempt to commit someone else's opstate.
@@ -144,31 +177,42 @@ pub(super) enum Commit {
 #[derive(Debug)]
 pub(crate) struct OpState {
     state: AtomicUsize,
-    waker: UnsafeCell<Option<Waker>>,
-    /// Bit `leaf` (for leaves below `usize::BITS`): a party other than the
+    waker: UnsafeCell<WakerSlot>,
+    /// Flag `leaf` (for leaves below [`FLAGGED`]): a party other than the
     /// owner took that leaf's stale record out of its queue, so the owner's
     /// withdrawal needs no lock (see "Unlinked records" in the module docs).
-    unlinked: AtomicUsize,
+    unlinked: [AtomicBool; FLAGGED],
+    /// The same for the next `usize::BITS` leaves, bit `leaf - FLAGGED`.
+    unlinked_bits: AtomicUsize,
 }
 
 impl OpState {
     pub(crate) fn new() -> Self {
         Self {
             state: AtomicUsize::new(W),
-            waker: UnsafeCell::new(None),
-            unlinked: AtomicUsize::new(0),
+            waker: UnsafeCell::new(WakerSlot::NONE),
+            unlinked: std::array::from_fn(|_| AtomicBool::new(false)),
+            unlinked_bits: AtomicUsize::new(0),
         }
     }
 
     /// Records that the holder of a queue's lock took the stale record of
     /// `leaf` out of that queue. The last access to this opstate by that
     /// party: Release, pairing with the owner's Acquire in
-    /// [`is_unlinked`](Self::is_unlinked), so once the owner sees the bit
+    /// [`is_unlinked`](Self::is_unlinked), so once the owner sees the mark
     /// the remover is done with the opstate and the owner may skip the lock
     /// (and then free the perform).
+    ///
+    /// A flag is a plain store: it belongs to `leaf` alone, and every
+    /// write stores `true`; the bit word is shared by leaves whose removers
+    /// may race, hence `fetch_or`.
     pub(super) fn mark_unlinked(&self, leaf: usize) {
-        if let Some(bit) = leaf_bit(leaf) {
-            self.unlinked.fetch_or(bit, Ordering::Release);
+        match mark_of(leaf) {
+            Mark::Flag(i) => self.unlinked[i].store(true, Ordering::Release),
+            Mark::Bit(bit) => {
+                self.unlinked_bits.fetch_or(bit, Ordering::Release);
+            }
+            Mark::None => {}
         }
     }
 
@@ -176,7 +220,11 @@ impl OpState {
     /// ([`mark_unlinked`](Self::mark_unlinked)). `false` says nothing: the
     /// owner then takes the lock and looks. Acquire: see `mark_unlinked`.
     pub(crate) fn is_unlinked(&self, leaf: usize) -> bool {
-        leaf_bit(leaf).is_some_and(|bit| self.unlinked.load(Ordering::Acquire) & bit != 0)
+        match mark_of(leaf) {
+            Mark::Flag(i) => self.unlinked[i].load(Ordering::Acquire),
+            Mark::Bit(bit) => self.unlinked_bits.load(Ordering::Acquire) & bit != 0,
+            Mark::None => false,
+        }
     }
 
     /// Acquire: after `SYNCED`, the payload written before the remote's
@@ -190,7 +238,7 @@ impl OpState {
         // SAFETY: no record points at this opstate yet, so nobody else can
         // reach the cell; publication (under a queue lock) orders this write
         // before any remote read.
-        self.waker.with_mut(|w| unsafe { *w = Some(waker) });
+        self.waker.with_mut(|w| unsafe { (*w).set(waker) });
     }
 
     /// Replaces the waker of a published, still-waiting perform. Returns
@@ -201,12 +249,8 @@ impl OpState {
         }
         // SAFETY: we hold `C`, which excludes `BUSY`, the only other state in
         // which the waker is touched.
-        self.waker.with_mut(|w| unsafe {
-            match &mut *w {
-                Some(old) if old.will_wake(waker) => {}
-                slot => *slot = Some(waker.clone()),
-            }
-        });
+        self.waker
+            .with_mut(|w| unsafe { (*w).set_unless_same(waker) });
         self.unclaim();
         true
     }
@@ -317,12 +361,8 @@ impl OpState {
     pub(crate) unsafe fn replace_waker_plain(&self, waker: &Waker) {
         // SAFETY: the caller's contract: remote parties touch the waker of
         // a plain record only under that lock, after taking the record out.
-        self.waker.with_mut(|w| unsafe {
-            match &mut *w {
-                Some(old) if old.will_wake(waker) => {}
-                slot => *slot = Some(waker.clone()),
-            }
-        });
+        self.waker
+            .with_mut(|w| unsafe { (*w).set_unless_same(waker) });
     }
 
     /// Owner, when its perform is dropped: `W -> X`, or waits out a commit in
@@ -359,6 +399,68 @@ impl OpState {
                 Commit::Claimed => spin_wait(&mut step),
             }
         }
+    }
+}
+
+/// The owner's waker, kept as its raw parts: "none" is two null words, so
+/// a fresh opstate is constants only. An `Option<Waker>`'s `None` leaves
+/// the data word undefined, and LLVM builds such an opstate in a stack
+/// temporary and copies it into the perform with an overlapping 16-byte
+/// load that the store before it cannot forward: a stall at every perform
+/// (`docs/bench/LOG.md`, 2026-11-24, `select-both`).
+struct WakerSlot {
+    data: *const (),
+    /// Null: no waker.
+    vtable: *const RawWakerVTable,
+}
+
+impl WakerSlot {
+    const NONE: Self = Self {
+        data: std::ptr::null(),
+        vtable: std::ptr::null(),
+    };
+
+    /// Stores `waker`, dropping the one held before.
+    fn set(&mut self, waker: Waker) {
+        drop(self.take());
+        let waker = std::mem::ManuallyDrop::new(waker);
+        self.data = waker.data();
+        self.vtable = waker.vtable();
+    }
+
+    /// Stores a clone of `waker` unless the one held would wake the same
+    /// task (`Waker::will_wake`: same data and vtable).
+    fn set_unless_same(&mut self, waker: &Waker) {
+        if !(std::ptr::eq(self.data, waker.data()) && std::ptr::eq(self.vtable, waker.vtable())) {
+            self.set(waker.clone());
+        }
+    }
+
+    /// Takes the waker out, leaving none.
+    fn take(&mut self) -> Option<Waker> {
+        if self.vtable.is_null() {
+            return None;
+        }
+        // Not dropped: its parts become the returned `Waker`.
+        let parts = std::mem::ManuallyDrop::new(std::mem::replace(self, Self::NONE));
+        // SAFETY: the parts came from a `Waker` that `set` took ownership
+        // of (and did not drop), and they are taken out once; the vtable
+        // pointer came from a `&'static RawWakerVTable`.
+        Some(unsafe { Waker::from_raw(RawWaker::new(parts.data, &*parts.vtable)) })
+    }
+}
+
+impl std::fmt::Debug for WakerSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WakerSlot")
+            .field("set", &!self.vtable.is_null())
+            .finish()
+    }
+}
+
+impl Drop for WakerSlot {
+    fn drop(&mut self) {
+        drop(self.take());
     }
 }
 
