@@ -198,14 +198,11 @@ impl<M: Send + 'static> LinkEnd for InnerArc<M> {
 
 impl<M> Inner<M> {
     /// Ends the mailbox for good with `exit`, unless it already ended: its
-    /// life dies, then `exit` is published (see the invariants). Returns
-    /// whether this call ended it.
-    pub(crate) fn end_for_good(&self, exit: Exit) -> bool {
-        if !self.die(&exit, self.actor_id(), true) {
-            return false;
+    /// life dies, then `exit` is published (see the invariants).
+    pub(crate) fn end_for_good(&self, exit: Exit) {
+        if self.die(&exit, self.actor_id(), true) {
+            self.publish_exit(exit);
         }
-        self.publish_exit(exit);
-        true
     }
 
     /// Publishes the mailbox's final `exit`, after its last life died
