@@ -7,6 +7,7 @@ mod common;
 
 use common::{DropCount, Rng, test_seed, with_watchdog};
 use fibra::{JoinError, Op, Runtime};
+use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::task::{Poll, Waker};
@@ -532,6 +533,124 @@ fn async_sends_on_a_bounded_channel() {
     assert!(b.is_settled(), "moved into the buffer");
     assert_eq!(rx.try_recv(), Ok(2));
     assert_eq!(fibra::block_on(b), Ok(()));
+}
+
+/// An asynchronous send made while a sender is blocked waits behind it
+/// (FIFO across kinds of send), and its receipt settles once taken.
+#[test]
+fn an_async_send_waits_behind_a_blocked_sender() {
+    ct().block_on(async {
+        let (tx, rx) = fibra::channel::<u32>();
+        let tx2 = tx.clone();
+        let blocked = fibra::spawn(async move { tx2.send(1).await });
+        fibra::yield_now().await; // `blocked` runs and waits in the queue
+        let receipt = tx.send_async(2);
+        assert!(!receipt.is_settled());
+        assert_eq!(rx.recv().await, Ok(1));
+        assert_eq!(rx.recv().await, Ok(2));
+        assert_eq!(receipt.await, Ok(()));
+        assert_eq!(blocked.await.unwrap(), Ok(()));
+    });
+}
+
+/// A value whose receipt was dropped drops when the receiving side goes
+/// (not later, with the channel); one whose receipt is kept comes back
+/// through it, and drops with the receipt if nobody takes it.
+#[test]
+fn a_dropped_receipts_value_drops_when_the_receivers_go() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let (tx, rx) = fibra::bounded::<DropCount>(1);
+    drop(tx.send_async(DropCount::new(0, &drops))); // into the buffer
+    drop(tx.send_async(DropCount::new(1, &drops))); // waits
+    let kept = tx.send_async(DropCount::new(2, &drops)); // waits
+    let forgotten_late = tx.send_async(DropCount::new(3, &drops)); // waits
+    assert_eq!(drops.load(Ordering::SeqCst), 0);
+    drop(rx);
+    // The buffered value and the one whose receipt went, at the close.
+    assert_eq!(drops.load(Ordering::SeqCst), 2);
+    drop(forgotten_late); // given back, dropped with its receipt
+    assert_eq!(drops.load(Ordering::SeqCst), 3);
+    let back = fibra::block_on(kept).unwrap_err().into_inner();
+    assert_eq!(back.value, 2);
+    drop(back);
+    assert_eq!(drops.load(Ordering::SeqCst), 4);
+    drop(tx);
+}
+
+/// `len` counts buffered values, not asynchronous sends waiting for room;
+/// a value that moves within capacity settles its receipt.
+#[test]
+fn len_counts_no_async_send_waiting_for_room() {
+    let (tx, rx) = fibra::bounded::<u32>(2);
+    tx.try_send(1).unwrap();
+    tx.try_send(2).unwrap();
+    let a = tx.send_async(3);
+    let b = tx.send_async(4);
+    assert_eq!((tx.len(), rx.len()), (2, 2));
+    assert!(!a.is_settled() && !b.is_settled());
+    assert_eq!(rx.try_recv(), Ok(1));
+    assert!(a.is_settled() && !b.is_settled());
+    assert_eq!(rx.len(), 2);
+    assert_eq!(rx.try_recv(), Ok(2));
+    assert_eq!(rx.try_recv(), Ok(3));
+    assert_eq!(rx.len(), 1);
+    assert_eq!(fibra::block_on(b), Ok(()));
+    assert_eq!(rx.try_recv(), Ok(4));
+    assert_eq!(fibra::block_on(a), Ok(()));
+}
+
+/// A receive dropped after a value was committed to it gives the value
+/// back to the front of the channel (a rescue): receipts of values queued
+/// around it still tell the truth, and a returned value is the receipt's
+/// own.
+#[test]
+fn receipts_stay_true_around_a_rescued_value() {
+    let mut cx = std::task::Context::from_waker(Waker::noop());
+    let (tx, rx) = fibra::channel::<u32>();
+    // A value queued and taken; then a rescue takes the index before the
+    // channel's front, which was that value's.
+    let a = tx.send_async(1);
+    assert_eq!(rx.try_recv(), Ok(1));
+    {
+        let mut recv = Box::pin(rx.recv());
+        assert!(recv.as_mut().poll(&mut cx).is_pending());
+        tx.try_send(2).unwrap(); // into the waiting receive
+    } // dropped after the commit: 2 goes back to the front
+    assert!(a.is_settled(), "consumed before the rescue");
+    assert_eq!(fibra::block_on(a), Ok(()));
+    // Queued behind the rescued value: waits until taken.
+    let b = tx.send_async(3);
+    assert!(!b.is_settled());
+    assert_eq!(rx.try_recv(), Ok(2));
+    assert!(!b.is_settled());
+    let c = tx.send_async(4);
+    drop(rx);
+    assert_eq!(fibra::block_on(b).unwrap_err().into_inner(), 3);
+    assert_eq!(fibra::block_on(c).unwrap_err().into_inner(), 4);
+}
+
+/// Many receipts awaited at once, each in its own task, while a consumer
+/// drains slowly: every one settles as consumed.
+#[test]
+fn many_receipts_awaited_at_once_all_settle() {
+    mt2().block_on(async {
+        let (tx, rx) = fibra::channel::<u32>();
+        let waiting: Vec<_> = (0..64)
+            .map(|i| {
+                let receipt = tx.send_async(i);
+                fibra::spawn(receipt)
+            })
+            .collect();
+        for i in 0..64 {
+            if i % 8 == 0 {
+                fibra::time::sleep(Duration::from_millis(1)).await;
+            }
+            assert_eq!(rx.recv().await, Ok(i));
+        }
+        for w in waiting {
+            assert_eq!(w.await.unwrap(), Ok(()));
+        }
+    });
 }
 
 /// The op form: in a choice that another branch wins, nothing is sent;

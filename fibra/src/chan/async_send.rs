@@ -6,15 +6,26 @@
 //! back.
 //!
 //! A value that finds a waiting receiver (or room in the buffer) goes there
-//! under the channel's lock, as a `try_send` would: no allocation. One that
-//! finds neither is carried by a *parcel*: a small shared record holding the
-//! value and an opstate, published in the channel's send queue as a plain
-//! record (`op/waiter.rs`), exactly where a blocked sender's record would
-//! be. Receivers meet it like any blocked sender, in FIFO order with the
-//! others, so one sender's sends arrive in the order it made them. A task
-//! carrying the value (ACML's parasite) would cost a task's allocation and
-//! scheduling; the parcel is the "equivalent lighter record", and the
-//! channel (which sits below the runtime) needs nothing of `rt`.
+//! under the channel's lock, as a `try_send` would. One that finds neither
+//! waits in the channel, in one of two places, both in FIFO order with the
+//! channel's other sends:
+//!
+//! * **Beyond capacity, in the buffer** (`Receipt::Queued`), when no
+//!   blocked sender waits: the value joins the back of the buffer, past its
+//!   capacity, and costs what a buffered value costs (no allocation of its
+//!   own, amortised). The receipt holds the channel and the value's index
+//!   (`meeting.rs`); it learns the value's fate from the channel
+//!   (`receipts.rs`) when asked.
+//! * **In a parcel** (`Receipt::InFlight`), when blocked senders wait:
+//!   the value must go behind them, in the send queue, so it is carried by
+//!   a small shared record holding the value and an opstate, published
+//!   there as a plain record (`op/waiter.rs`), exactly where a blocked
+//!   sender's record would be.
+//!
+//! A task carrying the value (ACML's parasite) would cost a task's
+//! allocation and scheduling; both places are the "equivalent lighter
+//! record", and the channel (which sits below the runtime) needs nothing of
+//! `rt`.
 //!
 //! # The parcel's protocol
 //!
@@ -37,6 +48,10 @@
 //!
 //! # Invariants
 //!
+//! * A `Queued` receipt's value is, at any time, in the channel's buffer,
+//!   taken by a receiver, or (the receiving side gone before anyone took it)
+//!   in the channel's `Receipts::returned`, from which the receipt takes it
+//!   out once; all of it under the channel's lock.
 //! * The slot is touched by the sender only before the record is published
 //!   (under the channel's lock), by the committer while it holds the lock
 //!   with the record out of the queue, and by the settling wake after
@@ -45,9 +60,10 @@
 //!   settling wake; the receipt takes a returned value out once (`Taken`).
 
 use super::SendError;
-use super::meeting::{Chan, Sent, readiness};
+use super::meeting::{Chan, Sent};
 use super::ops::wake;
-use crate::loom::{AtomicUsize, Lock, Ordering, UnsafeCell, fence};
+use super::receipts::Receipts;
+use crate::loom::{Arc, AtomicUsize, Lock, Ordering, UnsafeCell, fence};
 use crate::op::slot::{Slot, put, take};
 use crate::op::state::{OpState, Seen};
 use crate::op::waiter::{Registration, Seeker, WaitQueue};
@@ -246,56 +262,54 @@ impl<T: Send> Parcel<T> {
     }
 }
 
-impl<T> Chan<T> {
-    /// [`Sender::send_async`](super::Sender::send_async): delivers `value`
-    /// now if a receiver waits or the buffer has room, else publishes a
-    /// parcel carrying it.
-    pub(crate) fn send_detached(&self, value: T) -> AsyncSend<T>
-    where
-        T: Send,
-    {
-        // Nobody to take it, as far as the lock-free hint tells: the parcel
-        // is allocated before the lock, not under it.
-        let parcel = (!self.may(readiness::SEND_MAY)).then(Parcel::allocate);
-        let local = UnsafeCell::new(None);
-        let slot = parcel.as_ref().map_or(&local, |p| &p.slot);
-        // SAFETY: unpublished: the slot is ours (a parcel's not published
-        // yet, or a local).
-        unsafe { put(slot, value) };
-        let mut st = self.lock();
-        // SAFETY: as above.
-        match unsafe { self.send_locked(&mut st, slot, Seeker::FREE) } {
-            Sent::Done(waker) => {
-                drop(st);
-                wake(waker);
-                AsyncSend::settled(Ok(()))
-            }
-            Sent::Disconnected => {
-                drop(st);
-                // SAFETY: not published: ours.
-                let v = unsafe { take(slot) }.expect("the value");
-                AsyncSend::settled(Err(SendError(v)))
-            }
-            Sent::NotReady => {
-                let p = match parcel {
-                    Some(p) => p,
-                    None => {
-                        // The hint was stale: a parcel after all, made
-                        // under the lock (rare).
-                        let p = Parcel::allocate();
-                        // SAFETY: both slots are ours (unpublished).
-                        unsafe { put(&p.slot, take(&local).expect("the value")) };
-                        p
+/// [`Sender::send_async`](super::Sender::send_async): delivers `value` now
+/// if a receiver waits or the buffer has room, else queues it beyond
+/// capacity, or (blocked senders waiting) publishes a parcel carrying it.
+pub(crate) fn send_detached<T: Send>(chan: &Arc<Chan<T>>, value: T) -> AsyncSend<T> {
+    let slot = UnsafeCell::new(Some(value));
+    let mut st = chan.lock();
+    // SAFETY: a local nobody else sees: ours.
+    match unsafe { chan.send_locked(&mut st, &slot, Seeker::FREE) } {
+        Sent::Done(waker) => {
+            drop(st);
+            wake(waker);
+            AsyncSend::settled(Ok(()))
+        }
+        Sent::Disconnected => {
+            drop(st);
+            // SAFETY: as above.
+            let v = unsafe { take(&slot) }.expect("the value");
+            AsyncSend::settled(Err(SendError(v)))
+        }
+        Sent::NotReady => {
+            // SAFETY: as above.
+            let v = unsafe { take(&slot) }.expect("the value");
+            match chan.queue_beyond_locked(&mut st, v) {
+                Ok(seq) => {
+                    drop(st);
+                    AsyncSend {
+                        receipt: Receipt::Queued(Queued {
+                            chan: Arc::clone(chan),
+                            seq,
+                            settled: false,
+                        }),
                     }
-                };
-                Parcel::publish(&p, &mut st.sendq);
-                drop(st);
-                AsyncSend {
-                    receipt: Receipt::InFlight(p),
+                }
+                Err(v) => {
+                    // Behind blocked senders (rare): a parcel, allocated
+                    // under the lock.
+                    let p = Parcel::allocate();
+                    // SAFETY: unpublished: the parcel's slot is ours.
+                    unsafe { put(&p.slot, v) };
+                    Parcel::publish(&p, &mut st.sendq);
+                    drop(st);
+                    AsyncSend {
+                        receipt: Receipt::InFlight(p),
+                    }
                 }
             }
-            Sent::SelfSynced => unreachable!("an unpublished send saw itself synced"),
         }
+        Sent::SelfSynced => unreachable!("an unpublished send saw itself synced"),
     }
 }
 
@@ -332,10 +346,69 @@ pub struct AsyncSend<T> {
 }
 
 enum Receipt<T> {
-    /// Settled when the send committed.
+    /// Settled (when the send committed, or since).
     Now(Option<Result<(), SendError<T>>>),
+    /// Waiting in the channel's buffer, beyond capacity.
+    Queued(Queued<T>),
     /// Carried by a parcel.
     InFlight(ParcelRef<T>),
+}
+
+/// What a look at an unsettled receipt leaves in the channel, under the
+/// same lock (a waker): given the channel's receipts and the index.
+type Register<'a, T> = &'a mut dyn FnMut(&mut Receipts<T>, u64);
+
+/// The receipt of a value queued beyond capacity: the channel, and the
+/// value's index there (module docs).
+struct Queued<T> {
+    chan: Arc<Chan<T>>,
+    seq: u64,
+    /// The outcome was taken: nothing of ours is left in the channel.
+    settled: bool,
+}
+
+impl<T> Queued<T> {
+    /// The outcome, if settled, taken under the channel's lock (a returned
+    /// value comes out of the channel); `None` if still waiting, after
+    /// `register` ran (if given) under the same lock.
+    fn outcome(&mut self, register: Option<Register<'_, T>>) -> Option<Result<(), SendError<T>>> {
+        let mut st = self.chan.lock();
+        let out = if st.consumed(self.chan.cap(), self.seq) {
+            Ok(())
+        } else if st.rx_gone() {
+            let v = st
+                .with_receipts_if_any(|r| r.take_returned(self.seq))
+                .flatten()
+                .expect("a value left waiting when the receivers went is kept for its receipt");
+            Err(SendError(v))
+        } else {
+            if let Some(register) = register {
+                st.with_receipts(|r| register(r, self.seq));
+            }
+            return None;
+        };
+        st.with_receipts_if_any(|r| r.remove_waker(self.seq));
+        self.settled = true;
+        Some(out)
+    }
+
+    /// Whether the outcome is known (not taken).
+    fn is_settled(&self) -> bool {
+        let st = self.chan.lock();
+        st.consumed(self.chan.cap(), self.seq) || st.rx_gone()
+    }
+}
+
+impl<T> Drop for Queued<T> {
+    fn drop(&mut self) {
+        if self.settled {
+            return;
+        }
+        // The value drops at the close if nobody took it by then (or now,
+        // if it was given back already): outside the lock.
+        let value = self.chan.lock().forget_receipt(self.chan.cap(), self.seq);
+        drop(value);
+    }
 }
 
 impl<T> AsyncSend<T> {
@@ -356,6 +429,7 @@ impl<T> AsyncSend<T> {
     pub fn is_settled(&self) -> bool {
         match &self.receipt {
             Receipt::Now(_) => true,
+            Receipt::Queued(q) => q.is_settled(),
             Receipt::InFlight(p) => !matches!(p.settle.lock().fate, Fate::InFlight),
         }
     }
@@ -396,8 +470,27 @@ impl<T> AsyncSend<T> {
 impl<T> Receipt<T> {
     /// The outcome, if settled (a returned value taken out, once).
     fn try_take(&mut self) -> Option<Result<(), SendError<T>>> {
+        self.take_or_register(None)
+    }
+
+    /// The outcome, if settled; else, for a queued value, `register` runs
+    /// under the channel's lock (so no consumption can come in between).
+    fn take_or_register(
+        &mut self,
+        register: Option<Register<'_, T>>,
+    ) -> Option<Result<(), SendError<T>>> {
         match self {
             Receipt::Now(out) => Some(take_outcome(out)),
+            Receipt::Queued(q) => {
+                let out = q.outcome(register)?;
+                // Settled: the receipt keeps the outcome (as `Now`) and
+                // lets the channel go.
+                *self = Receipt::Now(Some(out));
+                let Receipt::Now(out) = self else {
+                    unreachable!()
+                };
+                Some(take_outcome(out))
+            }
             Receipt::InFlight(p) => {
                 let mut s = p.settle.lock();
                 match std::mem::replace(&mut s.fate, Fate::Taken) {
@@ -431,11 +524,16 @@ impl<T> Future for AsyncSend<T> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
-        if let Some(out) = this.receipt.try_take() {
+        let out = this
+            .receipt
+            .take_or_register(Some(&mut |r, seq| r.set_waker(seq, cx.waker())));
+        if let Some(out) = out {
             return Poll::Ready(out);
         }
-        let Receipt::InFlight(p) = &this.receipt else {
-            unreachable!("a settled receipt has an outcome")
+        let p = match &mut this.receipt {
+            Receipt::Queued(_) => return Poll::Pending,
+            Receipt::InFlight(p) => p,
+            Receipt::Now(_) => unreachable!("a settled receipt has an outcome"),
         };
         let mut s = p.settle.lock();
         if matches!(s.fate, Fate::InFlight) {
@@ -497,8 +595,18 @@ impl<T> Op for ConsumedOp<'_, T> {
 
     fn block(self: Pin<&mut Self>, cx: BlockCx<'_>) {
         let this = self.get_mut();
-        let p = match &*this.receipt {
+        let p = match &mut *this.receipt {
             Receipt::Now(_) => None,
+            Receipt::Queued(q) => {
+                // Settled under the same lock, or published there.
+                let mut st = q.chan.lock();
+                if !st.consumed(q.chan.cap(), q.seq) && !st.rx_gone() {
+                    let reg = st.with_receipts(|r| r.publish(q.seq, cx));
+                    this.published = Some(reg);
+                    return;
+                }
+                None
+            }
             Receipt::InFlight(p) => Some(p),
         };
         if let Some(p) = p {
@@ -530,10 +638,19 @@ impl<T> Op for ConsumedOp<'_, T> {
 
     fn withdraw(self: Pin<&mut Self>) {
         let this = self.get_mut();
-        if let (Some(reg), Receipt::InFlight(p)) = (this.published.take(), &*this.receipt) {
-            if let Some(q) = &mut p.settle.lock().waiters {
-                q.remove(reg);
+        let Some(reg) = this.published.take() else {
+            return;
+        };
+        match &*this.receipt {
+            Receipt::InFlight(p) => {
+                if let Some(q) = &mut p.settle.lock().waiters {
+                    q.remove(reg);
+                }
             }
+            Receipt::Queued(q) => {
+                q.chan.lock().with_receipts_if_any(|r| r.remove(q.seq, reg));
+            }
+            Receipt::Now(_) => {}
         }
     }
 }
@@ -560,12 +677,12 @@ crate::op::op_into_future! {
 /// ```
 #[must_use = "an op does nothing unless performed"]
 pub struct SendAsyncOp<'a, T> {
-    chan: &'a Chan<T>,
+    chan: &'a Arc<Chan<T>>,
     value: Option<T>,
 }
 
 impl<'a, T> SendAsyncOp<'a, T> {
-    pub(crate) fn new(chan: &'a Chan<T>, value: T) -> Self {
+    pub(crate) fn new(chan: &'a Arc<Chan<T>>, value: T) -> Self {
         Self {
             chan,
             value: Some(value),
@@ -580,7 +697,7 @@ impl<'a, T> SendAsyncOp<'a, T> {
             .value
             .take()
             .expect("an asynchronous send performed twice");
-        self.chan.send_detached(v)
+        send_detached(self.chan, v)
     }
 }
 

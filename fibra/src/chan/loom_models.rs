@@ -363,7 +363,7 @@ impl Drop for Counted {
 #[test]
 fn loom_async_send_racing_close_and_a_cancelled_receive_loses_nothing() {
     // An asynchronous send on a rendezvous channel with nobody receiving
-    // (its value waits in a parcel), while one receiver polls a receive
+    // (its value waits in the buffer, beyond capacity), while one receiver polls a receive
     // once and drops it (cancelled, maybe after it took the value: then
     // the value goes back to the channel) and then itself, and the other
     // receiver goes too (the close). The value is received once, comes
@@ -421,6 +421,45 @@ fn loom_async_send_meets_a_blocked_receiver_or_waits_for_it() {
         let receiver = thread::spawn(move || rx.recv_blocking());
         let receipt = tx.send_async(5);
         assert_eq!(receiver.join().unwrap(), Ok(5));
+        assert_eq!(crate::block_on(receipt), Ok(()));
+    });
+}
+
+#[test]
+fn loom_a_dropped_receipt_racing_the_close_drops_its_value_once() {
+    // A value waits beyond capacity; its receipt is dropped on one thread
+    // while the last receiver goes on another. Whichever comes first under
+    // the lock, the value is dropped exactly once by the time both are
+    // done: at the close (the receipt was forgotten) or with the receipt
+    // (the close kept it for the receipt) — not left in the channel.
+    model(|| {
+        let drops = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let (tx, rx) = channel::<Counted>();
+        let receipt = tx.send_async(Counted(1, drops.clone()));
+        let t = thread::spawn(move || drop(receipt));
+        drop(rx);
+        t.join().unwrap();
+        assert_eq!(drops.load(std::sync::atomic::Ordering::SeqCst), 1);
+        drop(tx);
+    });
+}
+
+#[test]
+fn loom_an_async_send_and_a_blocked_send_both_arrive_in_an_order_of_theirs() {
+    // A sender blocks while another sends asynchronously: the asynchronous
+    // value waits beyond capacity (the blocked sender came after it) or in
+    // a parcel behind the blocked sender's record. Both values arrive once,
+    // the receipt settles as consumed, the blocked send completes.
+    model(|| {
+        let (tx, rx) = channel::<u32>();
+        let tx2 = tx.clone();
+        let blocked = thread::spawn(move || tx2.send_blocking(1));
+        let receipt = tx.send_async(2);
+        let a = rx.recv_blocking().unwrap();
+        let b = rx.recv_blocking().unwrap();
+        assert_eq!(a + b, 3);
+        assert_ne!(a, b);
+        assert_eq!(blocked.join().unwrap(), Ok(()));
         assert_eq!(crate::block_on(receipt), Ok(()));
     });
 }

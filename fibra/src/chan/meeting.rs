@@ -8,9 +8,22 @@
 //! * A live record in `recvq` implies `buf` is empty, and a live record in
 //!   `sendq` implies `buf.len() >= cap` (stale records may linger; they are
 //!   dropped by whoever meets them).
-//! * `buf.len() <= cap`, except after a rescue: a received value whose
-//!   perform was dropped after the commit goes back to the *front* of `buf`
-//!   (for a rendezvous channel, `buf` holds only such values).
+//! * `buf.len() <= cap`, except after a rescue or an asynchronous send
+//!   queued beyond capacity. A received value whose perform was dropped
+//!   after the commit goes back to the *front* of `buf`. An asynchronous
+//!   send that finds no receiver, no room and no blocked sender goes to the
+//!   *back* of `buf`, beyond capacity (`queue_beyond_locked`): it is older
+//!   than every record that `sendq` will get until it is taken, so FIFO
+//!   order holds, and `refill_locked` (which needs `buf.len() < cap`) moves
+//!   no blocked sender ahead of it.
+//! * `buf[i]` has the index `front + i`: a pop advances `front`, a rescue
+//!   moves it back. An asynchronous send's receipt knows its value by this
+//!   index (`Receipt::Queued`). The consumption mark (`State::mark`) only
+//!   grows: every index below it was popped or within capacity. The values
+//!   at indexes from the mark to `beyond_end` are asynchronous sends still
+//!   waiting, the last values of `buf`. A rescued value takes an index
+//!   below the mark, which may have been a consumed value's: it is never
+//!   taken for one that waits.
 //! * `TX_GONE` / `RX_GONE` (in `gone`) are set once, when the last sender / receiver
 //!   handle goes, and every record of the other side is then committed with
 //!   the "disconnected" outcome (its slot left as it was).
@@ -30,11 +43,13 @@
 //! record, took it out of the queue under the lock: `send_recv_futures.rs`) — never by
 //! two at once.
 
+use super::receipts::Receipts;
 use crate::loom::{AtomicUsize, Lock, LockGuard, Ordering, UnsafeCell};
 use crate::op::slot::{Slot, put, take};
 use crate::op::state::OpState;
 use crate::op::waiter::{Found, Seeker, WaitQueue};
 use std::collections::VecDeque;
+use std::mem::ManuallyDrop;
 use std::task::Waker;
 
 pub(crate) struct State<T> {
@@ -51,15 +66,117 @@ pub(crate) struct State<T> {
     /// Kept here, not in `Guard`, so that a guard stays two words (passed
     /// in registers).
     keep_word: bool,
+    /// The index of `buf[0]` (module docs). Starts at `FRONT_START`, so
+    /// that the rescues' decrements never take it below zero; never wraps
+    /// (one increment per value received).
+    front: u64,
+    /// The consumption mark as it was before the last rescue (`mark`).
+    high: u64,
+    /// One past the index of the last value an asynchronous send queued
+    /// beyond capacity (0 if none ever was).
+    beyond_end: u64,
+    /// Receipts of values queued beyond capacity that wait for them, and
+    /// the values given back after the receiving side went (boxed on first
+    /// use).
+    receipts: Option<Box<Receipts<T>>>,
+    /// Some receipt waits in `receipts` (a pop must tell it).
+    watched: bool,
+    /// `receipts` has wakers for the unlock to wake (set with `keep_word`
+    /// false).
+    wake_pending: bool,
 }
+
+/// `State::front`'s first value.
+const FRONT_START: u64 = 1 << 62;
 
 impl<T> State<T> {
     fn tx_gone(&self) -> bool {
         self.gone & readiness::TX_GONE != 0
     }
 
-    fn rx_gone(&self) -> bool {
+    pub(crate) fn rx_gone(&self) -> bool {
         self.gone & readiness::RX_GONE != 0
+    }
+
+    /// Takes the front value out of `buf`, keeping the indexes (module
+    /// docs); a receipt waiting for an index now consumed is told.
+    #[inline(always)]
+    fn pop_front(&mut self, cap: usize) -> Option<T> {
+        let v = self.buf.pop_front()?;
+        self.front += 1;
+        if self.watched {
+            self.receipts_progress(cap);
+        }
+        Some(v)
+    }
+
+    /// The consumption mark: every index below it was consumed (popped, or
+    /// within capacity at some point). `front + cap`, which only a rescue
+    /// lowers: `high` keeps the mark from going back then.
+    fn mark(&self, cap: usize) -> u64 {
+        self.high.max(self.front.saturating_add(cap as u64))
+    }
+
+    /// Runs `f` on the receipts' side of the channel (made on first use).
+    pub(crate) fn with_receipts<R>(&mut self, f: impl FnOnce(&mut Receipts<T>) -> R) -> R {
+        let r = self.receipts.get_or_insert_default();
+        let out = f(r);
+        self.watched = r.watching();
+        out
+    }
+
+    /// Runs `f` on the receipts' side of the channel, if it was made.
+    pub(crate) fn with_receipts_if_any<R>(
+        &mut self,
+        f: impl FnOnce(&mut Receipts<T>) -> R,
+    ) -> Option<R> {
+        self.receipts.is_some().then(|| self.with_receipts(f))
+    }
+
+    /// The receipt of index `seq` was dropped before its outcome was
+    /// taken: drops its waker, and marks its value to drop if the receiving
+    /// side goes before anyone takes it. A value already given back is
+    /// returned, for the caller to drop outside the lock.
+    pub(crate) fn forget_receipt(&mut self, cap: usize, seq: u64) -> Option<T> {
+        let mark = self.mark(cap);
+        let gone = self.rx_gone();
+        self.with_receipts(|r| {
+            r.remove_waker(seq);
+            if gone {
+                r.take_returned(seq)
+            } else {
+                if seq >= mark {
+                    r.forget(seq, mark);
+                }
+                None
+            }
+        })
+    }
+
+    /// Whether the value of index `seq` (queued beyond capacity by an
+    /// asynchronous send) was consumed.
+    pub(crate) fn consumed(&self, cap: usize, seq: u64) -> bool {
+        seq < self.mark(cap)
+    }
+
+    /// How many values of `buf` are asynchronous sends still waiting
+    /// beyond capacity: the indexes from the mark to `beyond_end`, the
+    /// last values of `buf`.
+    fn waiting_beyond(&self, cap: usize) -> usize {
+        // At most `buf.len()`: the cast cannot truncate.
+        self.beyond_end.saturating_sub(self.mark(cap)) as usize
+    }
+
+    /// Cold: a pop with receipts registered; tells those now consumed.
+    #[cold]
+    #[inline(never)]
+    fn receipts_progress(&mut self, cap: usize) {
+        let mark = self.mark(cap);
+        if self.with_receipts(|r| r.progress(|seq| seq < mark)) {
+            // The unlock must run its slow path, which wakes them.
+            self.keep_word = false;
+            self.wake_pending = true;
+        }
     }
 }
 
@@ -108,7 +225,7 @@ pub(crate) mod readiness {
 
 /// The channel's lock guard: refreshes the readiness word before unlocking.
 pub(crate) struct Guard<'a, T> {
-    st: LockGuard<'a, State<T>>,
+    st: ManuallyDrop<LockGuard<'a, State<T>>>,
     chan: &'a Chan<T>,
 }
 
@@ -127,15 +244,40 @@ impl<T> std::ops::DerefMut for Guard<'_, T> {
 }
 
 impl<T> Drop for Guard<'_, T> {
+    #[inline(always)]
     fn drop(&mut self) {
         if self.st.keep_word {
             self.st.keep_word = false;
-            return;
+        } else {
+            let h = self.chan.summary(&self.st);
+            // Relaxed: a summary read only as a hint; the lock orders
+            // everything that matters.
+            self.chan.readiness.store(h, Ordering::Relaxed);
+            if self.st.wake_pending {
+                self.unlock_and_wake();
+                return;
+            }
         }
-        let h = self.chan.summary(&self.st);
-        // Relaxed: a summary read only as a hint; the lock orders everything
-        // that matters.
-        self.chan.readiness.store(h, Ordering::Relaxed);
+        // SAFETY: dropped once, here; `self.st` is not used after.
+        unsafe { ManuallyDrop::drop(&mut self.st) };
+    }
+}
+
+impl<T> Guard<'_, T> {
+    /// The unlock of a channel with receipts: those told of their
+    /// consumption under the lock are woken after it.
+    #[cold]
+    #[inline(never)]
+    fn unlock_and_wake(&mut self) {
+        self.st.wake_pending = false;
+        let wake = self
+            .st
+            .with_receipts_if_any(Receipts::take_wakers)
+            .unwrap_or_default();
+        // SAFETY: dropped once, here (`drop` returns after this call);
+        // `self.st` is not used after.
+        unsafe { ManuallyDrop::drop(&mut self.st) };
+        crate::wake::wake_all(wake);
     }
 }
 
@@ -160,6 +302,12 @@ impl<T> Chan<T> {
                 recvq: WaitQueue::default(),
                 gone: 0,
                 keep_word: false,
+                front: FRONT_START,
+                high: 0,
+                beyond_end: 0,
+                receipts: None,
+                watched: false,
+                wake_pending: false,
             }),
             cap,
             readiness: AtomicUsize::new(if cap > 0 { readiness::ROOM } else { 0 }),
@@ -181,7 +329,7 @@ impl<T> Chan<T> {
 
     pub(crate) fn lock(&self) -> Guard<'_, T> {
         Guard {
-            st: self.state.lock(),
+            st: ManuallyDrop::new(self.state.lock()),
             chan: self,
         }
     }
@@ -196,8 +344,29 @@ impl<T> Chan<T> {
         (self.cap != usize::MAX).then_some(self.cap)
     }
 
+    /// Values buffered (asynchronous sends waiting beyond capacity are not
+    /// counted: they wait, as a blocked sender's value would).
     pub(crate) fn len(&self) -> usize {
-        self.lock().buf.len()
+        let st = self.lock();
+        st.buf.len() - st.waiting_beyond(self.cap)
+    }
+
+    pub(crate) fn cap(&self) -> usize {
+        self.cap
+    }
+
+    /// An asynchronous send that found no receiver and no room: queues
+    /// `value` at the back of the buffer, beyond capacity, and returns its
+    /// index, if no blocked sender waits (module docs). `Err(value)` if one
+    /// does: the value must wait behind it, in `sendq`.
+    pub(crate) fn queue_beyond_locked(&self, st: &mut State<T>, value: T) -> Result<u64, T> {
+        if !st.sendq.is_empty() {
+            return Err(value);
+        }
+        let seq = st.front + st.buf.len() as u64;
+        st.buf.push_back(value);
+        st.beyond_end = seq + 1;
+        Ok(seq)
     }
 
     /// The fast path of a send that meets no waiter: if no receiver waits
@@ -272,9 +441,9 @@ impl<T> Chan<T> {
             return None;
         }
         let len = st.buf.len();
-        let v = st.buf.pop_front()?;
+        // Set first: `pop_front` clears it again if receipts are to be woken.
         st.keep_word = len >= 2 && len < self.cap;
-        Some(v)
+        st.pop_front(self.cap)
     }
 
     /// [`send_buffered_locked`](Self::send_buffered_locked) with the lock
@@ -363,7 +532,7 @@ impl<T> Chan<T> {
             if seeker.claim().is_err() {
                 return Received::SelfSynced;
             }
-            let v = st.buf.pop_front().expect("non-empty");
+            let v = st.pop_front(self.cap).expect("non-empty");
             // SAFETY: claimed or unpublished.
             unsafe { put(mine, v) };
             // The caller commits itself, then refills the buffer from a
@@ -430,6 +599,9 @@ impl<T> Chan<T> {
                 // SAFETY: `slot` is a local nobody else sees.
                 st.buf
                     .push_front(unsafe { take(&slot) }.expect("rescued value"));
+                // The value takes the index before `front`: the mark stays.
+                st.high = st.mark(self.cap);
+                st.front -= 1;
                 None
             }
         };
@@ -451,15 +623,25 @@ impl<T> Chan<T> {
     }
 
     /// The last receiver went: commit every blocked sender as disconnected
-    /// (their values stay in their slots and go back to them) and drop what
-    /// is buffered, outside the lock.
+    /// (their values stay in their slots and go back to them), keep the
+    /// asynchronous sends waiting beyond capacity for their receipts, tell
+    /// the receipts, and drop what is buffered, outside the lock.
     pub(crate) fn close_receivers(&self) {
         let mut wakers = Vec::new();
         let buffered = {
             let mut st = self.lock();
             st.gone |= readiness::RX_GONE;
             st.sendq.commit_all(&mut wakers);
-            std::mem::take(&mut st.buf)
+            let waiting = st.waiting_beyond(self.cap);
+            let mut buffered = std::mem::take(&mut st.buf);
+            let mut unwanted = Vec::new();
+            if waiting > 0 {
+                let first = st.mark(self.cap);
+                let back = buffered.split_off(buffered.len() - waiting);
+                unwanted = st.with_receipts(|r| r.keep_returned(first, back));
+            }
+            st.with_receipts_if_any(|r| r.commit_all(&mut wakers));
+            (buffered, unwanted)
         };
         wakers.into_iter().for_each(Waker::wake);
         drop(buffered);

@@ -55,6 +55,7 @@ mod iter;
 mod meeting;
 pub mod oneshot;
 mod ops;
+mod receipts;
 mod send_from;
 mod send_recv_futures;
 mod stream;
@@ -207,10 +208,13 @@ impl<T> Sender<T> {
     /// Sends `value` asynchronously (ACML's `aSendEvt`): the send commits
     /// at once, without waiting for a receiver, even on a rendezvous
     /// channel. The value goes to a waiting receiver or into the buffer's
-    /// room now, or else waits in the channel's send queue, carried by a
-    /// small record, where receivers take it in FIFO order with the other
-    /// sends: the asynchronous sends of one sender arrive in the order they
-    /// were made.
+    /// room now, or else waits in the channel, where receivers take it in
+    /// FIFO order with the other sends: the asynchronous sends of one
+    /// sender arrive in the order they were made. A waiting value costs
+    /// about what a buffered one does: it joins the buffer beyond its
+    /// capacity (or, if blocked senders wait, a small record behind
+    /// theirs). Nothing bounds how many wait: a producer that outruns its
+    /// receivers grows the channel.
     ///
     /// The [`AsyncSend`] receipt tells when the value was consumed, or gives
     /// it back if every receiver goes before anyone takes it (then, as for
@@ -233,7 +237,7 @@ impl<T> Sender<T> {
     where
         T: std::marker::Send,
     {
-        self.chan.send_detached(value)
+        async_send::send_detached(&self.chan, value)
     }
 
     /// The op of an asynchronous send, for choices: always ready, and
