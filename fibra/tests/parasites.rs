@@ -8,6 +8,7 @@ mod common;
 use common::{DropCount, Rng, test_seed, with_watchdog};
 use fibra::{JoinError, Op, Runtime};
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::task::{Poll, Waker};
@@ -520,8 +521,8 @@ fn async_sends_outlive_their_sender() {
 }
 
 /// A bounded channel with room takes the value at once (settled); once
-/// full, the value waits in the send queue and moves into the buffer when
-/// a receiver makes room.
+/// full, the value waits beyond capacity and is consumed when a receiver
+/// makes room.
 #[test]
 fn async_sends_on_a_bounded_channel() {
     let (tx, rx) = fibra::bounded::<u32>(1);
@@ -627,6 +628,101 @@ fn receipts_stay_true_around_a_rescued_value() {
     drop(rx);
     assert_eq!(fibra::block_on(b).unwrap_err().into_inner(), 3);
     assert_eq!(fibra::block_on(c).unwrap_err().into_inner(), 4);
+}
+
+/// Once the receivers went, nothing waits in the channel: `len` is 0 and
+/// the value comes back through its receipt.
+#[test]
+fn len_is_zero_once_the_receivers_went_with_values_waiting() {
+    let (tx, rx) = fibra::channel::<u32>();
+    let r = tx.send_async(1);
+    assert_eq!(tx.len(), 0);
+    drop(rx);
+    assert_eq!(tx.len(), 0);
+    assert!(tx.is_empty());
+    assert_eq!(fibra::block_on(r).unwrap_err().into_inner(), 1);
+}
+
+/// A rescue puts a value back beyond capacity; an asynchronous send after
+/// it waits (as a blocking send would) until it is within capacity, and
+/// comes back if the receivers go first.
+#[test]
+fn an_async_send_after_a_rescue_waits_for_room() {
+    let mut cx = std::task::Context::from_waker(Waker::noop());
+    let (tx, rx) = fibra::bounded::<u32>(1);
+    {
+        let mut recv = Box::pin(rx.recv());
+        assert!(recv.as_mut().poll(&mut cx).is_pending());
+        tx.try_send(1).unwrap(); // into the waiting receive
+    } // rescued: 1 is buffered again
+    assert!(tx.try_send(9).is_err(), "full");
+    let b = tx.send_async(2);
+    assert!(!b.is_settled(), "beyond capacity: not consumed");
+    assert_eq!(rx.len(), 1);
+    let c = tx.send_async(3);
+    assert_eq!(rx.try_recv(), Ok(1));
+    assert!(b.is_settled(), "within capacity now");
+    assert!(!c.is_settled());
+    drop(rx);
+    assert_eq!(fibra::block_on(b), Ok(()));
+    assert_eq!(fibra::block_on(c).unwrap_err().into_inner(), 3);
+}
+
+/// A receipt's waker whose drop drops another receipt of the same channel
+/// (so takes the channel's lock): replaced, removed or woken, it is never
+/// dropped under that lock (this would deadlock).
+#[test]
+fn a_receipts_waker_may_drop_another_receipt_of_the_channel() {
+    struct Holds {
+        _receipt: std::sync::Mutex<fibra::AsyncSend<u32>>,
+    }
+    impl std::task::Wake for Holds {
+        fn wake(self: Arc<Self>) {}
+    }
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let (tx, rx) = fibra::channel::<u32>();
+        let mut r1 = tx.send_async(1);
+        // Replaced: the first waker is the last owner of `r2`.
+        let holder = Arc::new(Holds {
+            _receipt: std::sync::Mutex::new(tx.send_async(2)),
+        });
+        let w = Waker::from(holder);
+        assert!(
+            Pin::new(&mut r1)
+                .poll(&mut std::task::Context::from_waker(&w))
+                .is_pending()
+        );
+        drop(w);
+        assert!(
+            Pin::new(&mut r1)
+                .poll(&mut std::task::Context::from_waker(Waker::noop()))
+                .is_pending()
+        );
+        // Removed when the receipt drops, and woken by a pop: the same.
+        let mut r3 = tx.send_async(3);
+        let holder = Arc::new(Holds {
+            _receipt: std::sync::Mutex::new(tx.send_async(4)),
+        });
+        let w = Waker::from(holder);
+        assert!(
+            Pin::new(&mut r3)
+                .poll(&mut std::task::Context::from_waker(&w))
+                .is_pending()
+        );
+        drop(w);
+        assert_eq!(rx.try_recv(), Ok(1));
+        drop(r1);
+        assert_eq!(rx.try_recv(), Ok(2)); // its receipt went, not the value
+        assert_eq!(rx.try_recv(), Ok(3));
+        assert_eq!(fibra::block_on(r3), Ok(()));
+        assert_eq!(rx.try_recv(), Ok(4));
+        assert!(rx.try_recv().is_err());
+        done_tx.send(()).unwrap();
+    });
+    done_rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("a waker dropped under the channel's lock deadlocked");
 }
 
 /// Many receipts awaited at once, each in its own task, while a consumer

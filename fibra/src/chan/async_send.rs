@@ -387,7 +387,10 @@ impl<T> Queued<T> {
             }
             return None;
         };
-        st.with_receipts_if_any(|r| r.remove_waker(self.seq));
+        let waker = st.with_receipts_if_any(|r| r.remove_waker(self.seq));
+        drop(st);
+        // Outside the lock: a waker's drop is foreign code.
+        drop(waker);
         self.settled = true;
         Some(out)
     }
@@ -405,8 +408,10 @@ impl<T> Drop for Queued<T> {
             return;
         }
         // The value drops at the close if nobody took it by then (or now,
-        // if it was given back already): outside the lock.
-        let value = self.chan.lock().forget_receipt(self.chan.cap(), self.seq);
+        // if it was given back already); it and our waker are dropped
+        // outside the lock.
+        let (value, waker) = self.chan.lock().forget_receipt(self.chan.cap(), self.seq);
+        drop(waker);
         drop(value);
     }
 }
@@ -524,9 +529,16 @@ impl<T> Future for AsyncSend<T> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
-        let out = this
-            .receipt
-            .take_or_register(Some(&mut |r, seq| r.set_waker(seq, cx.waker())));
+        // The waker is cloned before the lock, and the one it replaces
+        // dropped after it: neither runs foreign code under the lock.
+        let mut new = matches!(this.receipt, Receipt::Queued(_)).then(|| cx.waker().clone());
+        let mut old = None;
+        let out = this.receipt.take_or_register(Some(&mut |r, seq| {
+            if let Some(w) = new.take() {
+                old = r.set_waker(seq, w);
+            }
+        }));
+        drop((new, old));
         if let Some(out) = out {
             return Poll::Ready(out);
         }
@@ -586,7 +598,8 @@ impl<T> Sealed for ConsumedOp<'_, T> {}
 impl<T> Op for ConsumedOp<'_, T> {
     type Output = Result<(), SendError<T>>;
 
-    // Committed by the settling wake, never woken to look again.
+    // Committed by the settling wake (a parcel) or by the pop or close that
+    // settles a queued value, never woken to look again.
     fn repoll(self: Pin<&mut Self>, _cx: BlockCx<'_>) {}
 
     fn try_now(self: Pin<&mut Self>) -> Option<Self::Output> {

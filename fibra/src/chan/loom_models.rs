@@ -414,14 +414,33 @@ fn loom_async_send_racing_close_and_a_cancelled_receive_loses_nothing() {
 #[test]
 fn loom_async_send_meets_a_blocked_receiver_or_waits_for_it() {
     // A receiver blocks while an asynchronous send commits: it hands the
-    // value over at once, or parks it in the send queue where the receiver
-    // takes it. The value arrives once and the receipt says consumed.
+    // value over at once, or queues it beyond capacity where the receiver
+    // takes it. The receipt is awaited while the receiver runs (its waker
+    // registered, then woken by the receiver's pop after the unlock). The
+    // value arrives once and the receipt says consumed.
     model(|| {
         let (tx, rx) = channel::<u32>();
         let receiver = thread::spawn(move || rx.recv_blocking());
         let receipt = tx.send_async(5);
-        assert_eq!(receiver.join().unwrap(), Ok(5));
         assert_eq!(crate::block_on(receipt), Ok(()));
+        assert_eq!(receiver.join().unwrap(), Ok(5));
+    });
+}
+
+#[test]
+fn loom_a_consumed_op_waiting_while_the_receivers_go_gets_the_value_back() {
+    // A value waits beyond capacity; its receipt's `consumed_op` blocks on
+    // one thread while the last receiver goes on another: the op is
+    // committed by the close (or sees it in its try) and gives the value
+    // back, once.
+    model(|| {
+        let (tx, rx) = channel::<u32>();
+        let mut receipt = tx.send_async(8);
+        let closer = thread::spawn(move || drop(rx));
+        let out = receipt.consumed_op().perform();
+        assert_eq!(out.unwrap_err().into_inner(), 8);
+        closer.join().unwrap();
+        drop(tx);
     });
 }
 

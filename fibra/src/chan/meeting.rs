@@ -21,9 +21,11 @@
 //!   index (`Receipt::Queued`). The consumption mark (`State::mark`) only
 //!   grows: every index below it was popped or within capacity. The values
 //!   at indexes from the mark to `beyond_end` are asynchronous sends still
-//!   waiting, the last values of `buf`. A rescued value takes an index
-//!   below the mark, which may have been a consumed value's: it is never
-//!   taken for one that waits.
+//!   waiting, the last values of `buf` (none once the receivers went:
+//!   `beyond_end` is then 0). A rescued value takes the index before
+//!   `front`, which may have been a consumed value's: the mark stays where
+//!   it was for the values there are, and a value sent later is consumed
+//!   only once it is within capacity.
 //! * `TX_GONE` / `RX_GONE` (in `gone`) are set once, when the last sender / receiver
 //!   handle goes, and every record of the other side is then committed with
 //!   the "disconnected" outcome (its slot left as it was).
@@ -134,21 +136,25 @@ impl<T> State<T> {
     }
 
     /// The receipt of index `seq` was dropped before its outcome was
-    /// taken: drops its waker, and marks its value to drop if the receiving
-    /// side goes before anyone takes it. A value already given back is
-    /// returned, for the caller to drop outside the lock.
-    pub(crate) fn forget_receipt(&mut self, cap: usize, seq: u64) -> Option<T> {
+    /// taken: takes its waker out, and marks its value to drop if the
+    /// receiving side goes before anyone takes it. A value already given
+    /// back and the waker are returned, for the caller to drop outside the
+    /// lock.
+    pub(crate) fn forget_receipt(&mut self, cap: usize, seq: u64) -> (Option<T>, Option<Waker>) {
         let mark = self.mark(cap);
+        if seq < mark {
+            // Consumed: nothing of it is kept but maybe a waker.
+            let waker = self.with_receipts_if_any(|r| r.remove_waker(seq));
+            return (None, waker.flatten());
+        }
         let gone = self.rx_gone();
         self.with_receipts(|r| {
-            r.remove_waker(seq);
+            let waker = r.remove_waker(seq);
             if gone {
-                r.take_returned(seq)
+                (r.take_returned(seq), waker)
             } else {
-                if seq >= mark {
-                    r.forget(seq, mark);
-                }
-                None
+                r.forget(seq, mark);
+                (None, waker)
             }
         })
     }
@@ -348,7 +354,8 @@ impl<T> Chan<T> {
     /// counted: they wait, as a blocked sender's value would).
     pub(crate) fn len(&self) -> usize {
         let st = self.lock();
-        st.buf.len() - st.waiting_beyond(self.cap)
+        // Saturating: once the receivers went, `buf` is empty.
+        st.buf.len().saturating_sub(st.waiting_beyond(self.cap))
     }
 
     pub(crate) fn cap(&self) -> usize {
@@ -599,8 +606,12 @@ impl<T> Chan<T> {
                 // SAFETY: `slot` is a local nobody else sees.
                 st.buf
                     .push_front(unsafe { take(&slot) }.expect("rescued value"));
-                // The value takes the index before `front`: the mark stays.
-                st.high = st.mark(self.cap);
+                // The value takes the index before `front`. The mark stays
+                // for the values there are (every index consumed stays so),
+                // not for those sent later: they are judged by where they
+                // are.
+                let end = st.front + st.buf.len() as u64 - 1;
+                st.high = st.high.max(st.mark(self.cap).min(end));
                 st.front -= 1;
                 None
             }
@@ -640,6 +651,8 @@ impl<T> Chan<T> {
                 let back = buffered.split_off(buffered.len() - waiting);
                 unwanted = st.with_receipts(|r| r.keep_returned(first, back));
             }
+            // Nothing waits in `buf` any more (it is empty for good).
+            st.beyond_end = 0;
             st.with_receipts_if_any(|r| r.commit_all(&mut wakers));
             (buffered, unwanted)
         };
@@ -649,7 +662,8 @@ impl<T> Chan<T> {
 
     pub(crate) fn is_disconnected_for_receivers(&self) -> bool {
         let st = self.lock();
-        // Asynchronous sends may wait in `sendq` after the senders went.
+        // Asynchronous sends may wait in `buf` or `sendq` after the senders
+        // went.
         st.tx_gone() && st.buf.is_empty() && st.sendq.is_empty()
     }
 

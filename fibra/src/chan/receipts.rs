@@ -10,6 +10,8 @@
 //! * `wakers` and `ops` hold only indexes not yet consumed when they were
 //!   registered. A pop that consumes one moves its waker (or commits its
 //!   ops' records) to `woken`, which the unlock wakes outside the lock.
+//! * No waker is cloned, dropped or woken here: they are moved in and out,
+//!   and the callers drop or wake them once the lock is released.
 //! * `forgotten` has a bit set for each index whose receipt was dropped
 //!   while its value waited (bit `i` of the set is index
 //!   `forgotten_base + i`); words wholly below the consumption mark are
@@ -101,14 +103,15 @@ impl<T> Receipts<T> {
     /// too). Whether there is anything to wake.
     pub(crate) fn progress(&mut self, consumed: impl Fn(u64) -> bool) -> bool {
         let woken = &mut self.woken;
-        self.wakers.retain(|(seq, w)| {
-            if consumed(*seq) {
-                woken.push(w.clone());
-                false
+        // Moved, not cloned: no waker is dropped under the lock.
+        let mut i = 0;
+        while i < self.wakers.len() {
+            if consumed(self.wakers[i].0) {
+                woken.push(self.wakers.swap_remove(i).1);
             } else {
-                true
+                i += 1;
             }
-        });
+        }
         self.ops.retain_mut(|(seq, q)| {
             if consumed(*seq) {
                 q.commit_all(woken);
@@ -172,17 +175,24 @@ impl<T> Receipts<T> {
         Some(v)
     }
 
-    /// The receipt of index `seq` is awaited with `waker`.
-    pub(crate) fn set_waker(&mut self, seq: u64, waker: &Waker) {
+    /// The receipt of index `seq` is awaited with `waker`: the waker it
+    /// replaces, for the caller to drop outside the lock (a waker's drop is
+    /// foreign code).
+    pub(crate) fn set_waker(&mut self, seq: u64, waker: Waker) -> Option<Waker> {
         match self.wakers.iter_mut().find(|(s, _)| *s == seq) {
-            Some((_, w)) => w.clone_from(waker),
-            None => self.wakers.push((seq, waker.clone())),
+            Some((_, w)) => Some(std::mem::replace(w, waker)),
+            None => {
+                self.wakers.push((seq, waker));
+                None
+            }
         }
     }
 
-    /// The receipt of index `seq` is no longer awaited.
-    pub(crate) fn remove_waker(&mut self, seq: u64) {
-        self.wakers.retain(|(s, _)| *s != seq);
+    /// The receipt of index `seq` is no longer awaited: its waker, for the
+    /// caller to drop outside the lock.
+    pub(crate) fn remove_waker(&mut self, seq: u64) -> Option<Waker> {
+        let i = self.wakers.iter().position(|(s, _)| *s == seq)?;
+        Some(self.wakers.swap_remove(i).1)
     }
 
     /// Publishes a `consumed_op` perform's record for index `seq`.

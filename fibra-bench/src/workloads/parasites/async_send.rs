@@ -14,7 +14,7 @@
 //!   move { tx.send(v).await })`), `fibra-parasite` on a parasite
 //!   (`fibra::spawn_eager`), `fibra-send-async` uses the channel's own
 //!   asynchronous send (`drop(tx.send_async(v))`: the value waits in the
-//!   channel's send queue in a small record, no task); Go `go func() { ch <- v }()`;
+//!   channel's buffer beyond its capacity, no task); Go `go func() { ch <- v }()`;
 //!   tokio `tokio::spawn(async move { tx.send(v).await })`. Values carried
 //!   by tasks or goroutines may arrive out of order (the sum does not care).
 //!
