@@ -72,7 +72,8 @@ pub(crate) struct State<T> {
     /// that the rescues' decrements never take it below zero; never wraps
     /// (one increment per value received).
     front: u64,
-    /// The consumption mark as it was before the last rescue (`mark`).
+    /// The consumption mark kept by the rescues for the values there were
+    /// (`mark`; set in `rescue`): at most the index after the last of them.
     high: u64,
     /// One past the index of the last value an asynchronous send queued
     /// beyond capacity (0 if none ever was).
@@ -270,8 +271,8 @@ impl<T> Drop for Guard<'_, T> {
 }
 
 impl<T> Guard<'_, T> {
-    /// The unlock of a channel with receipts: those told of their
-    /// consumption under the lock are woken after it.
+    /// An unlock with receipts to wake: those told of their consumption
+    /// under the lock are woken after it.
     #[cold]
     #[inline(never)]
     fn unlock_and_wake(&mut self) {
