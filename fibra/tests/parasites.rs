@@ -679,37 +679,30 @@ fn a_receipts_waker_may_drop_another_receipt_of_the_channel() {
     impl std::task::Wake for Holds {
         fn wake(self: Arc<Self>) {}
     }
+    /// A waker that owns `receipt`, so its last drop drops that receipt.
+    fn owning(receipt: fibra::AsyncSend<u32>) -> Waker {
+        Waker::from(Arc::new(Holds {
+            _receipt: std::sync::Mutex::new(receipt),
+        }))
+    }
+    fn poll_with(r: &mut fibra::AsyncSend<u32>, w: &Waker) -> bool {
+        Pin::new(r)
+            .poll(&mut std::task::Context::from_waker(w))
+            .is_pending()
+    }
     let (done_tx, done_rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let (tx, rx) = fibra::channel::<u32>();
         let mut r1 = tx.send_async(1);
         // Replaced: the first waker is the last owner of `r2`.
-        let holder = Arc::new(Holds {
-            _receipt: std::sync::Mutex::new(tx.send_async(2)),
-        });
-        let w = Waker::from(holder);
-        assert!(
-            Pin::new(&mut r1)
-                .poll(&mut std::task::Context::from_waker(&w))
-                .is_pending()
-        );
+        let w = owning(tx.send_async(2));
+        assert!(poll_with(&mut r1, &w));
         drop(w);
-        assert!(
-            Pin::new(&mut r1)
-                .poll(&mut std::task::Context::from_waker(Waker::noop()))
-                .is_pending()
-        );
+        assert!(poll_with(&mut r1, Waker::noop()));
         // Removed when the receipt drops, and woken by a pop: the same.
         let mut r3 = tx.send_async(3);
-        let holder = Arc::new(Holds {
-            _receipt: std::sync::Mutex::new(tx.send_async(4)),
-        });
-        let w = Waker::from(holder);
-        assert!(
-            Pin::new(&mut r3)
-                .poll(&mut std::task::Context::from_waker(&w))
-                .is_pending()
-        );
+        let w = owning(tx.send_async(4));
+        assert!(poll_with(&mut r3, &w));
         drop(w);
         assert_eq!(rx.try_recv(), Ok(1));
         drop(r1);

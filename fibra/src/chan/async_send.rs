@@ -60,7 +60,7 @@
 //!   settling wake; the receipt takes a returned value out once (`Taken`).
 
 use super::SendError;
-use super::meeting::{Chan, Sent};
+use super::meeting::{Chan, Sent, readiness};
 use super::ops::wake;
 use super::receipts::Receipts;
 use crate::loom::{Arc, AtomicUsize, Lock, Ordering, UnsafeCell, fence};
@@ -266,6 +266,9 @@ impl<T: Send> Parcel<T> {
 /// if a receiver waits or the buffer has room, else queues it beyond
 /// capacity, or (blocked senders waiting) publishes a parcel carrying it.
 pub(crate) fn send_detached<T: Send>(chan: &Arc<Chan<T>>, value: T) -> AsyncSend<T> {
+    // Blocked senders waiting, as far as the lock-free hint tells: the
+    // value will need a parcel, allocated here rather than under the lock.
+    let spare = chan.may(readiness::SENDERS_WAITING).then(Parcel::allocate);
     let slot = UnsafeCell::new(Some(value));
     let mut st = chan.lock();
     // SAFETY: a local nobody else sees: ours.
@@ -296,9 +299,9 @@ pub(crate) fn send_detached<T: Send>(chan: &Arc<Chan<T>>, value: T) -> AsyncSend
                     }
                 }
                 Err(v) => {
-                    // Behind blocked senders (rare): a parcel, allocated
-                    // under the lock.
-                    let p = Parcel::allocate();
+                    // Behind blocked senders: a parcel (allocated under the
+                    // lock only if the hint was stale).
+                    let p = spare.unwrap_or_else(Parcel::allocate);
                     // SAFETY: unpublished: the parcel's slot is ours.
                     unsafe { put(&p.slot, v) };
                     Parcel::publish(&p, &mut st.sendq);

@@ -215,9 +215,8 @@ impl<M> Inner<M> {
         if late.is_empty() {
             return;
         }
-        let Some(exit) = self.exit.get_ref() else {
-            return;
-        };
+        // Full for good once put (by this call or an earlier one).
+        let exit = self.exit.get_ref().expect("the exit was put above");
         let me = self.actor_id();
         for peer in late {
             peer.signal(me, exit);
