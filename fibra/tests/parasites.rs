@@ -71,6 +71,109 @@ fn join_op_of_a_parasite_that_finished_inline_commits_in_a_choice() {
     });
 }
 
+/// The handle of a parasite that finished inline holds its output: a word
+/// of output makes a two-word handle, and the output drops exactly once,
+/// whether the handle is dropped unjoined, awaited, or joined by a
+/// `join_op`.
+#[test]
+fn a_ready_handle_is_two_words_and_drops_its_output_once() {
+    assert_eq!(
+        std::mem::size_of::<fibra::JoinHandle<u64>>(),
+        2 * std::mem::size_of::<usize>()
+    );
+    assert_eq!(
+        std::mem::size_of::<fibra::JoinHandle<()>>(),
+        std::mem::size_of::<usize>()
+    );
+    ct().block_on(async {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let new = || {
+            let d = drops.clone();
+            fibra::spawn_eager(async move { DropCount::new(1, &d) })
+        };
+        // Dropped unjoined.
+        let h = new();
+        assert!(h.is_finished());
+        assert_eq!(format!("{h:?}"), "JoinHandle { finished: true }");
+        drop(h);
+        assert_eq!(drops.load(Ordering::SeqCst), 1);
+        // Awaited: the output drops with its owner, the handle drops none.
+        let out = new().await.unwrap();
+        assert_eq!(drops.load(Ordering::SeqCst), 1);
+        drop(out);
+        assert_eq!(drops.load(Ordering::SeqCst), 2);
+        // Joined by a `join_op`, then dropped.
+        let h = new();
+        let out = h.join_op().await.unwrap();
+        drop(h);
+        assert_eq!(drops.load(Ordering::SeqCst), 2);
+        drop(out);
+        assert_eq!(drops.load(Ordering::SeqCst), 3);
+        // A `join_op` ready at once in a `select!` with `else`.
+        let h = new();
+        let out = fibra::select! {
+            r = h.join_op() => r.unwrap(),
+            else => panic!("a ready handle's join is ready at once"),
+        };
+        drop(out);
+        drop(h);
+        assert_eq!(drops.load(Ordering::SeqCst), 4);
+    });
+}
+
+/// A ready handle's output goes to one join: awaiting it after a
+/// `join_op` took it panics (in the joining task), as for a task's.
+#[test]
+fn awaiting_a_ready_handle_after_its_join_op_panics() {
+    ct().block_on(async {
+        let joiner = fibra::spawn(async {
+            let h = fibra::spawn_eager(async { 5u64 });
+            assert_eq!(h.join_op().await.unwrap(), 5);
+            h.await
+        });
+        let err = joiner.await.unwrap_err();
+        assert!(err.is_panic());
+        assert!(
+            err.to_string()
+                .contains("after a `join_op` took the output")
+        );
+    });
+}
+
+/// Two threads racing `join_op`s of one shared ready handle: exactly one
+/// takes the output, the other finds nothing ready.
+#[test]
+fn join_ops_racing_on_one_ready_handle_take_the_output_once() {
+    let rt = mt2();
+    for round in 0..200u64 {
+        // Made on a worker (its inline poll finishes there), then shared:
+        // the handle is the output, not a task.
+        let h = rt.block_on(async move { Arc::new(fibra::spawn_eager(async move { round })) });
+        assert!(h.is_finished());
+        let barrier = Arc::new(std::sync::Barrier::new(2));
+        let racers: Vec<_> = (0..2)
+            .map(|_| {
+                let (h, barrier) = (h.clone(), barrier.clone());
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    fibra::block_on(async {
+                        fibra::select! {
+                            r = h.join_op() => Some(r.unwrap()),
+                            else => None,
+                        }
+                    })
+                })
+            })
+            .collect();
+        let got: Vec<Option<u64>> = racers.into_iter().map(|t| t.join().unwrap()).collect();
+        assert_eq!(
+            got.iter().flatten().collect::<Vec<_>>(),
+            [&round],
+            "{got:?}"
+        );
+    }
+}
+
 /// A panic in the inline poll lands in the handle; the spawner goes on.
 #[test]
 fn a_panic_in_the_inline_poll_lands_in_the_handle() {

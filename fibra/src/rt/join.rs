@@ -1,16 +1,18 @@
 //! `JoinHandle`: await a task's output, use its completion in a choice,
 //! abort it, or detach it by dropping the handle.
 
-use super::task::{self, Joinable};
-use crate::loom::{AtomicUsize, Ordering};
+use super::task::{self, Header, Joinable, Task};
 use crate::op::waiter::Registration;
 use crate::op::{BlockCx, Op, sealed::Sealed};
 use std::any::Any;
+use std::cell::UnsafeCell;
 use std::fmt;
 use std::future::Future;
 use std::marker::PhantomPinned;
+use std::mem::MaybeUninit;
 use std::pin::Pin;
 use std::ptr::NonNull;
+use std::sync::atomic::{AtomicPtr, Ordering};
 use std::task::{Context, Poll};
 
 /// An owned permission to join a task: `.await` it for the task's output,
@@ -30,32 +32,41 @@ use std::task::{Context, Poll};
 /// });
 /// ```
 pub struct JoinHandle<T> {
-    inner: Inner<T>,
+    /// What the handle holds: a task's header, whose reference it owns
+    /// (with [`JOINED`] set once a direct `.await` took the output), or
+    /// [`READY`] or [`TAKEN`], small addresses no header has (headers are
+    /// non-null and word-aligned), for a parasite's output in `output`.
+    /// Changed through `&mut self` by plain writes, or from [`READY`] to
+    /// [`TAKEN`] through `&self` by the one join that claims a ready output,
+    /// atomically ([`JoinHandle::claim`]). Plain fields (not an atomic, not
+    /// a union with the output) make a `JoinHandle<T>` of a word-sized `T`
+    /// a pair of scalars, which the compiler keeps in registers: a handle
+    /// returned by `spawn_eager` and awaited at once is not copied through
+    /// memory in pieces wider than it was written (a stalled load each).
+    state: UnsafeCell<*mut Header>,
+    /// The parasite's output while the state is [`READY`]; else nothing.
+    output: UnsafeCell<MaybeUninit<T>>,
 }
 
-/// A word-sized tag and word-sized fields: a handle moves as whole words
-/// (with a byte tag and byte flags, the compiler copied a returned handle
-/// piece by piece, about 40 instructions per parasite's spawn).
-#[repr(usize)]
-enum Inner<T> {
-    /// Owns one of the task's references (released on drop). `done`
-    /// (0 or 1): the join completed.
-    Task {
-        task: NonNull<dyn Joinable<T>>,
-        done: usize,
-    },
-    /// A parasite ([`spawn_eager`](super::spawn_eager)) that finished in
-    /// its inline first poll: the output, no task.
-    Ready(ReadyOutput<T>),
-}
+/// Set in a task's header address: a direct `.await` took the output.
+const JOINED: usize = 1;
+/// No task: `output` holds the output of a parasite
+/// ([`spawn_eager`](super::spawn_eager)) that finished in its inline first
+/// poll.
+const READY: usize = 2;
+/// As [`READY`], and a join took the output: `output` holds nothing.
+const TAKEN: usize = 4;
+/// Below this, a state is [`READY`] or [`TAKEN`], not an address.
+const NOT_A_TASK: usize = 8;
 
 // SAFETY: the handle owns a reference to a task, which is `Send + Sync`
-// (`Joinable: Send + Sync`), or a finished output; the output it takes out
-// is a `T: Send`.
+// (`Joinable: Send + Sync`), or a finished output, a `T: Send` (a handle
+// holding an output is made only for one, `JoinHandle::ready`); the output
+// it takes out is a `T: Send`.
 unsafe impl<T: Send> Send for JoinHandle<T> {}
 // SAFETY: `&JoinHandle` only reaches `&dyn Joinable<T>`, which is `Sync`;
-// the output moves out through it only under the task's join lock, or
-// (a ready output) through `ReadyOutput`'s claim.
+// the output moves out through it only under the task's join lock, or (a
+// ready output) to the one join that claims it (`claim`).
 unsafe impl<T: Send> Sync for JoinHandle<T> {}
 // The output is never pinned: it moves out to the join.
 impl<T> Unpin for JoinHandle<T> {}
@@ -64,27 +75,89 @@ impl<T> JoinHandle<T> {
     /// # Safety
     ///
     /// `task` is a live task whose reference the caller hands over.
-    pub(crate) unsafe fn from_raw(task: NonNull<dyn Joinable<T>>) -> Self {
+    pub(crate) unsafe fn from_task<F>(task: NonNull<Task<F>>) -> Self
+    where
+        F: Future<Output = T> + Send + 'static,
+        T: Send + 'static,
+    {
         Self {
-            inner: Inner::Task { task, done: 0 },
+            state: UnsafeCell::new(task.as_ptr().cast()),
+            output: UnsafeCell::new(MaybeUninit::uninit()),
         }
     }
 
     /// The handle of a parasite that finished inline with `output`.
-    pub(crate) fn ready(output: Result<T, JoinError>) -> Self
+    #[inline]
+    pub(crate) fn ready(output: T) -> Self
     where
         T: Send,
     {
         Self {
-            inner: Inner::Ready(ReadyOutput::new(output)),
+            state: UnsafeCell::new(std::ptr::without_provenance_mut(READY)),
+            output: UnsafeCell::new(MaybeUninit::new(output)),
         }
     }
 
-    fn task(&self) -> &dyn Joinable<T> {
-        match &self.inner {
-            // SAFETY: we own a reference: the task is alive.
-            Inner::Task { task, .. } => unsafe { task.as_ref() },
-            Inner::Ready(out) => out,
+    /// The state as an atomic, for reads and the claim through `&self`.
+    #[inline]
+    fn state(&self) -> &AtomicPtr<Header> {
+        // SAFETY: a `*mut Header` in an `UnsafeCell`, of an `AtomicPtr`'s
+        // size and alignment, and while `&self` lives it is accessed only
+        // atomically (plain accesses need `&mut self`). (Not loom's atomic:
+        // loom models do not race two joins of one handle, which only
+        // `join_op`s through a shared handle could.)
+        unsafe { AtomicPtr::from_ptr(self.state.get()) }
+    }
+
+    /// The task's header, if the handle holds a task.
+    #[inline]
+    fn header(&self) -> Option<NonNull<Header>> {
+        // Relaxed: a task's state is set when the handle is made and
+        // changes only through `&mut self`.
+        task_of(self.state().load(Ordering::Relaxed))
+    }
+
+    /// The task as a `dyn Joinable`, if the handle holds one.
+    fn task(&self) -> Option<&dyn Joinable<T>> {
+        // SAFETY: a task's header, whose output type is `T` (`from_task`);
+        // we own a reference: the task is alive while `self` is borrowed.
+        self.header()
+            .map(|p| unsafe { task::joinable::<T>(p).as_ref() })
+    }
+
+    /// Takes a ready output through `&self` (a `join_op`): the one join
+    /// whose claim succeeds. `None` if the handle holds a task, or another
+    /// join took the output.
+    fn claim(&self) -> Option<T> {
+        let state = self.state();
+        let ready = std::ptr::without_provenance_mut(READY);
+        // Relaxed load first: a join that lost needs no RMW. Acquire on
+        // the swap: a claim on another thread than the one that made the
+        // handle sees the output (the handle's move there ordered it too).
+        if state.load(Ordering::Relaxed) != ready
+            || state
+                .compare_exchange(
+                    ready,
+                    std::ptr::without_provenance_mut(TAKEN),
+                    Ordering::Acquire,
+                    Ordering::Relaxed,
+                )
+                .is_err()
+        {
+            return None;
+        }
+        // SAFETY: the claim above is won once: we are the only one to
+        // read the output, which the state said was there, and no `&mut
+        // self` user coexists with this borrow.
+        Some(unsafe { (*self.output.get()).assume_init_read() })
+    }
+
+    /// The output if the join can complete now (a task's, taken; a ready
+    /// output, claimed).
+    fn try_join(&self) -> Option<Result<T, JoinError>> {
+        match self.task() {
+            Some(task) => task.try_join(),
+            None => self.claim().map(Ok),
         }
     }
 
@@ -101,11 +174,10 @@ impl<T> JoinHandle<T> {
     /// });
     /// ```
     pub fn abort(&self) {
-        if let Inner::Task { task, .. } = &self.inner {
-            // SAFETY: the handle holds a reference; `task` points at the
-            // task's allocation, header first (`repr(C)`), with its
-            // provenance.
-            unsafe { task::abort(task.cast()) };
+        if let Some(p) = self.header() {
+            // SAFETY: the handle holds a reference; the header pointer has
+            // the allocation's provenance (`from_task`).
+            unsafe { task::abort(p) };
         }
     }
 
@@ -120,7 +192,7 @@ impl<T> JoinHandle<T> {
     /// });
     /// ```
     pub fn is_finished(&self) -> bool {
-        self.task().is_finished()
+        self.task().is_none_or(|task| task.is_finished())
     }
 
     /// The op of joining the task, for choices.
@@ -146,28 +218,50 @@ impl<T> JoinHandle<T> {
     /// ```
     pub fn join_op(&self) -> JoinOp<'_, T> {
         JoinOp {
-            task: self.task(),
+            handle: self,
             published: None,
             _pinned: PhantomPinned,
         }
     }
 }
 
+/// The task a handle's state names, if it names one (the [`JOINED`] bit
+/// cleared).
+#[inline]
+fn task_of(state: *mut Header) -> Option<NonNull<Header>> {
+    if state.addr() < NOT_A_TASK {
+        return None;
+    }
+    NonNull::new(state.map_addr(|a| a & !JOINED))
+}
+
 impl<T> Future for JoinHandle<T> {
     type Output = Result<T, JoinError>;
 
+    #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        match &mut self.get_mut().inner {
-            Inner::Task { task, done } => {
-                assert!(*done == 0, "`JoinHandle` polled after it completed");
-                // SAFETY: we own a reference: the task is alive.
-                let out = std::task::ready!(unsafe { task.as_ref() }.poll_join(cx));
-                *done = 1;
+        let this = self.get_mut();
+        let state = this.state.get_mut();
+        match state.addr() {
+            READY => {
+                *state = std::ptr::without_provenance_mut(TAKEN);
+                // SAFETY: the state said the output was there; it says now
+                // that it is not, so it is read once.
+                Poll::Ready(Ok(unsafe { this.output.get_mut().assume_init_read() }))
+            }
+            TAKEN => panic!(
+                "`JoinHandle` polled after it completed (or after a `join_op` took the output)"
+            ),
+            a if a & JOINED != 0 => panic!("`JoinHandle` polled after it completed"),
+            _ => {
+                // SAFETY: the state is a task's header (an address, not
+                // joined), of output type `T`; we own a reference: the task
+                // is alive.
+                let task = unsafe { task::joinable::<T>(NonNull::new_unchecked(*state)).as_ref() };
+                let out = std::task::ready!(task.poll_join(cx));
+                *state = state.map_addr(|a| a | JOINED);
                 Poll::Ready(out)
             }
-            Inner::Ready(out) => Poll::Ready(out.take_mut().expect(
-                "`JoinHandle` polled after it completed (or after a `join_op` took the output)",
-            )),
         }
     }
 }
@@ -175,11 +269,16 @@ impl<T> Future for JoinHandle<T> {
 impl<T> Drop for JoinHandle<T> {
     #[inline]
     fn drop(&mut self) {
-        if let Inner::Task { task, done } = &self.inner {
-            // SAFETY: the handle's reference, given up here, once.
-            unsafe { release_task(*task, *done != 0) };
+        let state = *self.state.get_mut();
+        match task_of(state) {
+            // SAFETY: the state names a task, of output type `T`; the
+            // handle's reference, given up here, once.
+            Some(task) => unsafe { release_task::<T>(task, state.addr() & JOINED != 0) },
+            // SAFETY: the state says the output is there, dropped once,
+            // here.
+            None if state.addr() == READY => unsafe { self.output.get_mut().assume_init_drop() },
+            None => {}
         }
-        // A ready output drops with the handle.
     }
 }
 
@@ -189,119 +288,37 @@ impl<T> Drop for JoinHandle<T> {
 ///
 /// # Safety
 ///
-/// The caller owns the handle's reference to the live task `task`, and
-/// gives it up.
+/// The caller owns the handle's reference to the live task `task`, whose
+/// output type is `T`, and gives it up.
 #[inline(never)]
-unsafe fn release_task<T>(task: NonNull<dyn Joinable<T>>, done: bool) {
+unsafe fn release_task<T>(task: NonNull<Header>, done: bool) {
     {
         /// Releases the handle's reference, even if dropping the output
         /// (user code) panics.
-        struct Release(NonNull<task::Header>);
+        struct Release(NonNull<Header>);
         impl Drop for Release {
             fn drop(&mut self) {
                 // SAFETY: the handle's reference, released once; the
-                // pointer has the allocation's provenance (see `abort`).
+                // pointer has the allocation's provenance (`from_task`).
                 unsafe { task::release(self.0) };
             }
         }
-        let _release = Release(task.cast());
+        let _release = Release(task);
         // After a completed join the output is gone and the task knows the
         // handle took it: nothing to detach.
         if !done {
-            // SAFETY: we own a reference: the task is alive.
-            unsafe { task.as_ref() }.detach();
+            // SAFETY: the caller's contract: a live task of output `T`.
+            unsafe { task::joinable::<T>(task).as_ref() }.detach();
         }
     }
 }
 
 impl<T> fmt::Debug for JoinHandle<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let finished = match &self.inner {
-            // SAFETY: we own a reference: the task is alive.
-            Inner::Task { task, .. } => unsafe { task.as_ref() }.is_finished(),
-            Inner::Ready(_) => true,
-        };
         f.debug_struct("JoinHandle")
-            .field("finished", &finished)
+            .field("finished", &self.is_finished())
             .finish()
     }
-}
-
-/// The output of a parasite that finished in its inline first poll, in its
-/// handle. A direct `.await` takes it through `&mut`, with no atomic; a
-/// `join_op` (through `&JoinHandle`, which may be shared between threads)
-/// claims it first with `taken`, so that one join takes it.
-struct ReadyOutput<T> {
-    output: std::cell::UnsafeCell<Option<Result<T, JoinError>>>,
-    /// 0 or 1: a word, as `Inner`'s fields.
-    taken: AtomicUsize,
-}
-
-// SAFETY: built only for `T: Send` (`JoinHandle::ready`); the output moves
-// to the one join that claims it (`claim`), or out through `&mut`.
-unsafe impl<T> Sync for ReadyOutput<T> {}
-// SAFETY: as above.
-unsafe impl<T> Send for ReadyOutput<T> {}
-
-impl<T> ReadyOutput<T> {
-    fn new(output: Result<T, JoinError>) -> Self {
-        Self {
-            output: std::cell::UnsafeCell::new(Some(output)),
-            taken: AtomicUsize::new(0),
-        }
-    }
-
-    /// Takes the output through the handle's `&mut` (a direct `.await`).
-    /// The claim flag is left alone: a later `join_op` wins it and finds
-    /// the cell empty, as it would after another claim.
-    #[inline]
-    fn take_mut(&mut self) -> Option<Result<T, JoinError>> {
-        self.output.get_mut().take()
-    }
-
-    /// Takes the output through `&self` (a `join_op`): the one join whose
-    /// claim succeeds.
-    fn claim(&self) -> Option<Result<T, JoinError>> {
-        // Relaxed load first: a join that lost needs no RMW. Acquire on
-        // the swap: a claim on another thread than the one that made the
-        // handle sees the output (the handle's move there ordered it too).
-        if self.taken.load(Ordering::Relaxed) != 0 || self.taken.swap(1, Ordering::Acquire) != 0 {
-            return None;
-        }
-        // SAFETY: the claim above is won once: we are the only one to
-        // touch the cell through `&self`, and `&mut self` users cannot
-        // coexist with this borrow.
-        unsafe { (*self.output.get()).take() }
-    }
-}
-
-impl<T> Joinable<T> for ReadyOutput<T> {
-    fn poll_join(&self, _cx: &mut Context<'_>) -> Poll<Result<T, JoinError>> {
-        Poll::Ready(
-            self.claim()
-                .expect("`JoinHandle` joined after another join took the output (join once)"),
-        )
-    }
-
-    fn try_join(&self) -> Option<Result<T, JoinError>> {
-        self.claim()
-    }
-
-    fn publish_join(&self, cx: BlockCx<'_>) -> Option<Registration> {
-        // Joinable at once: commit our own perform (its `finish` claims).
-        if cx.state.claim().is_ok() {
-            cx.state.commit_own(cx.leaf);
-        }
-        None
-    }
-
-    fn withdraw_join(&self, _reg: Registration) {}
-
-    fn is_finished(&self) -> bool {
-        true
-    }
-
-    fn detach(&self) {}
 }
 
 /// The op of joining a task: made by [`JoinHandle::join_op`].
@@ -324,7 +341,7 @@ impl<T> Joinable<T> for ReadyOutput<T> {
 /// ```
 #[must_use = "an op does nothing unless performed"]
 pub struct JoinOp<'a, T> {
-    task: &'a dyn Joinable<T>,
+    handle: &'a JoinHandle<T>,
     published: Option<Registration>,
     _pinned: PhantomPinned,
 }
@@ -345,17 +362,27 @@ impl<T> Op for JoinOp<'_, T> {
     fn repoll(self: Pin<&mut Self>, _cx: BlockCx<'_>) {}
 
     fn try_now(self: Pin<&mut Self>) -> Option<Self::Output> {
-        self.task.try_join()
+        self.handle.try_join()
     }
 
     fn block(mut self: Pin<&mut Self>, cx: BlockCx<'_>) {
-        let reg = self.task.publish_join(cx);
+        let reg = match self.handle.task() {
+            Some(task) => task.publish_join(cx),
+            None => {
+                // A ready output (or one another join took): joinable at
+                // once, so commit our own perform; its `finish` claims.
+                if cx.state.claim().is_ok() {
+                    cx.state.commit_own(cx.leaf);
+                }
+                None
+            }
+        };
         *self.as_mut().published() = reg;
     }
 
     fn finish(mut self: Pin<&mut Self>, _leaf: usize) -> Self::Output {
         *self.as_mut().published() = None;
-        self.task.try_join().expect(
+        self.handle.try_join().expect(
             "the task's output went to another join of this `JoinHandle` (join a task once)",
         )
     }
@@ -366,7 +393,10 @@ impl<T> Op for JoinOp<'_, T> {
 
     fn withdraw(mut self: Pin<&mut Self>) {
         if let Some(reg) = self.as_mut().published().take() {
-            self.task.withdraw_join(reg);
+            // A registration was published only with a task.
+            if let Some(task) = self.handle.task() {
+                task.withdraw_join(reg);
+            }
         }
     }
 }

@@ -993,13 +993,15 @@ where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
-    with_current(|ctx| match ctx {
+    // SAFETY: used for this call only, which the worker's `enter` encloses
+    // when the pointer is not null (`worker::current_ptr`).
+    match unsafe { worker::current_ptr().as_ref() } {
         Some(ctx) => ctx.shared.spawn_eager(future),
         None => panic!(
             "fibra::spawn_eager called outside a fibra runtime; use Runtime::spawn_eager or \
              Handle::spawn_eager"
         ),
-    })
+    }
 }
 
 /// Spawns a task on the current fibra runtime that owns a new mailbox, and

@@ -177,16 +177,18 @@ pub(crate) fn spawn_eager<F, R>(
     parasite: impl FnOnce(F, EagerSite<'_>) -> R,
     ordinary: impl FnOnce(F) -> R,
 ) -> R {
-    with_current(|ctx| {
-        let here = ctx.filter(|c| Arc::ptr_eq(&c.shared, shared));
-        if here.is_some_and(|c| !c.take_eager_turn()) {
-            return ordinary(future);
-        }
-        let site = EagerSite {
-            heap: here.map(WorkerCtx::heap),
-        };
-        parasite(future, site)
-    })
+    // SAFETY: used for this call only, which the worker's `enter` encloses
+    // when the pointer is not null (`current_ptr`). Not `with_current`: the
+    // result would pass through its closure, a copy of the handle each.
+    let ctx = unsafe { super::worker::current_ptr().as_ref() };
+    let here = ctx.filter(|c| Arc::ptr_eq(&c.shared, shared));
+    if here.is_some_and(|c| !c.take_eager_turn()) {
+        return ordinary(future);
+    }
+    let site = EagerSite {
+        heap: here.map(WorkerCtx::heap),
+    };
+    parasite(future, site)
 }
 
 /// A parasite outlives its inline first poll (it waits, or a waker clone

@@ -148,6 +148,17 @@ crate::loom::thread_local! {
     static CURRENT: Cell<*const WorkerCtx> = const { Cell::new(std::ptr::null()) };
 }
 
+/// The current thread's worker context, null off the workers (as
+/// [`with_current`], for paths whose results should not pass through a
+/// closure: a parasite's handle, returned by value). A non-null pointer
+/// stays valid while the caller's frame is inside `WorkerCtx::enter`,
+/// which encloses every poll on this thread: the caller derefs it only
+/// for the duration of its own call.
+#[inline(always)]
+pub(crate) fn current_ptr() -> *const WorkerCtx {
+    CURRENT.with(Cell::get)
+}
+
 /// Runs `f` with the current thread's worker context, if it is a worker.
 pub(crate) fn with_current<R>(f: impl FnOnce(Option<&WorkerCtx>) -> R) -> R {
     CURRENT.with(|c| {

@@ -23,7 +23,7 @@
 
 use super::GROUP;
 #[cfg(feature = "fibra-rt")]
-use super::start::Start;
+use super::start::{AsParasite, AsTask, Start};
 use crate::case::{Case, Params, Spec};
 use crate::exec::{fibra_row, fibra_rows, tokio_join_sum};
 use crate::system::System;
@@ -66,12 +66,12 @@ pub fn cases(config: &Config) -> Vec<Case> {
                 Variant::Sync => fibra_rows!(&spec, config, move || fibra_sync(messages)),
                 Variant::Async => {
                     let mut rows =
-                        fibra_rows!(&spec, config, move || fibra_async(Start::Task, messages));
+                        fibra_rows!(&spec, config, move || fibra_async(AsTask, messages));
                     rows.push(fibra_row!(
                         &spec,
                         config,
                         System::FibraParasite,
-                        move || { fibra_async(Start::Parasite, messages) }
+                        move || { fibra_async(AsParasite, messages) }
                     ));
                     rows.push(fibra_row!(
                         &spec,
@@ -122,7 +122,7 @@ async fn fibra_sync(messages: u64) -> u64 {
 /// fibra, `async`: every send carried by a computation started as `start`
 /// says, never joined (the consumer's sum is the check).
 #[cfg(feature = "fibra-rt")]
-async fn fibra_async(start: Start, messages: u64) -> u64 {
+async fn fibra_async(start: impl Start, messages: u64) -> u64 {
     let (tx, rx) = fibra::channel::<u64>();
     let consumer = fibra::spawn(fibra_consume(rx, messages));
     let producer = fibra::spawn(async move {
@@ -182,6 +182,7 @@ async fn tokio_send(variant: Variant, messages: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::workloads::parasites::start::for_each_start;
 
     const SUM: u64 = 1000 * 999 / 2;
 
@@ -200,9 +201,9 @@ mod tests {
     fn fibra_sums_both_variants() {
         let rt = fibra::Runtime::builder().workers(2).build().unwrap();
         assert_eq!(rt.block_on(fibra_sync(1000)), SUM);
-        for start in [Start::Task, Start::Parasite] {
+        for_each_start!(start => {
             assert_eq!(rt.block_on(fibra_async(start, 1000)), SUM);
-        }
+        });
         assert_eq!(rt.block_on(fibra_send_async(1000)), SUM);
     }
 

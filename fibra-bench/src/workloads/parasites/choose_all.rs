@@ -17,7 +17,7 @@
 
 use super::GROUP;
 #[cfg(feature = "fibra-rt")]
-use super::start::Start;
+use super::start::{AsParasite, AsTask, Start};
 use crate::case::{Case, Params, Spec};
 use crate::exec::{fibra_row, fibra_rows, tokio_join_sum};
 use crate::system::System;
@@ -47,13 +47,13 @@ pub fn cases(config: &Config) -> Vec<Case> {
                 expected: producers * (messages * messages.saturating_sub(1) / 2),
             };
             let mut fibra = fibra_rows!(&spec, config, move || {
-                fibra_rounds(Start::Task, producers, messages)
+                fibra_rounds(AsTask, producers, messages)
             });
             fibra.push(fibra_row!(
                 &spec,
                 config,
                 System::FibraParasite,
-                move || { fibra_rounds(Start::Parasite, producers, messages) }
+                move || { fibra_rounds(AsParasite, producers, messages) }
             ));
             fibra.push(fibra_row!(
                 &spec,
@@ -101,7 +101,7 @@ fn fibra_producers(
 /// fibra: every round starts one receive per channel as `start` says and
 /// joins them.
 #[cfg(feature = "fibra-rt")]
-async fn fibra_rounds(start: Start, producers: u64, messages: u64) -> u64 {
+async fn fibra_rounds(start: impl Start, producers: u64, messages: u64) -> u64 {
     let consumer = fibra::spawn(async move {
         let (receivers, handles) = fibra_producers(producers, messages);
         let mut sum = 0;
@@ -165,6 +165,7 @@ async fn tokio_in_turn(producers: u64, messages: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::workloads::parasites::start::for_each_start;
 
     const SUM_3_OF_100: u64 = 3 * 100 * 99 / 2;
 
@@ -180,9 +181,9 @@ mod tests {
     #[test]
     fn fibra_sums_every_producer() {
         let rt = fibra::Runtime::builder().workers(2).build().unwrap();
-        for start in [Start::Task, Start::Parasite] {
+        for_each_start!(start => {
             assert_eq!(rt.block_on(fibra_rounds(start, 3, 100)), SUM_3_OF_100);
-        }
+        });
         assert_eq!(rt.block_on(fibra_choose_all(3, 100)), SUM_3_OF_100);
     }
 }

@@ -14,7 +14,7 @@
 //! machine.
 
 #[cfg(feature = "fibra-rt")]
-use super::start::Start;
+use super::start::{AsParasite, AsTask, Start};
 use super::{GROUP, lcg_jump, lcg_steps};
 use crate::case::{Case, Params, Spec};
 use crate::exec::{fibra_row, fibra_rows, tokio_join_sum};
@@ -48,20 +48,20 @@ pub fn cases(config: &Config) -> Vec<Case> {
         expected: (0..tasks).map(|i| value(lcg_jump(i, iterations))).sum(),
     };
     let mut fibra = fibra_rows!(&spec, config, move || {
-        fibra_loops(Start::Task, tasks, iterations)
+        fibra_loops(AsTask, tasks, iterations)
     });
     fibra.push(fibra_row!(
         &spec,
         config,
         System::FibraParasite,
-        move || { fibra_loops(Start::Parasite, tasks, iterations) }
+        move || { fibra_loops(AsParasite, tasks, iterations) }
     ));
     fibra.push(fibra_row!(
         &spec,
         config,
         System::FibraParasiteNoInflation,
         MultiNoInflation,
-        move || fibra_loops(Start::Parasite, tasks, iterations)
+        move || fibra_loops(AsParasite, tasks, iterations)
     ));
     task_rows(
         &spec,
@@ -92,7 +92,7 @@ async fn fibra_loop(i: u64, iterations: u64) -> u64 {
 
 /// fibra: the loops started from a root task as `start` says.
 #[cfg(feature = "fibra-rt")]
-async fn fibra_loops(start: Start, tasks: u64, iterations: u64) -> u64 {
+async fn fibra_loops(start: impl Start, tasks: u64, iterations: u64) -> u64 {
     let root = fibra::spawn(async move {
         let handles: Vec<_> = (0..tasks)
             .map(|i| start.start(fibra_loop(i, iterations)))
@@ -127,6 +127,7 @@ async fn tokio_loops(tasks: u64, iterations: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::workloads::parasites::start::for_each_start;
 
     fn expected(tasks: u64, iterations: u64) -> u64 {
         (0..tasks).map(|i| value(lcg_jump(i, iterations))).sum()
@@ -146,12 +147,12 @@ mod tests {
         let inflating = fibra::Runtime::builder().workers(2).build().unwrap();
         let not_inflating = crate::exec::FibraFlavour::MultiNoInflation(Some(2)).build();
         for rt in [&inflating, &not_inflating] {
-            for start in [Start::Task, Start::Parasite] {
+            for_each_start!(start => {
                 assert_eq!(
                     rt.block_on(fibra_loops(start, 4, 25_000)),
                     expected(4, 25_000)
                 );
-            }
+            });
         }
     }
 }

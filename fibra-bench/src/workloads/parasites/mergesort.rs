@@ -16,7 +16,7 @@ use std::pin::Pin;
 
 use super::GROUP;
 #[cfg(feature = "fibra-rt")]
-use super::start::Start;
+use super::start::{AsParasite, AsTask, Start};
 use crate::case::{Case, Params, Spec};
 use crate::exec::{fibra_row, fibra_rows};
 use crate::system::System;
@@ -77,12 +77,12 @@ pub fn cases(config: &Config) -> Vec<Case> {
         ops: 2 * n - 1,
         expected: expected(n),
     };
-    let mut fibra = fibra_rows!(&spec, config, move || fibra_mergesort(Start::Task, n));
+    let mut fibra = fibra_rows!(&spec, config, move || fibra_mergesort(AsTask, n));
     fibra.push(fibra_row!(
         &spec,
         config,
         System::FibraParasite,
-        move || { fibra_mergesort(Start::Parasite, n) }
+        move || { fibra_mergesort(AsParasite, n) }
     ));
     task_rows(
         &spec,
@@ -94,7 +94,7 @@ pub fn cases(config: &Config) -> Vec<Case> {
 
 /// fibra: sorts `v`, each half in a computation started as `start` says.
 #[cfg(feature = "fibra-rt")]
-fn fibra_sort(start: Start, mut v: Vec<u32>) -> Call {
+fn fibra_sort(start: impl Start, mut v: Vec<u32>) -> Call {
     Box::pin(async move {
         if v.len() <= 1 {
             return v;
@@ -109,7 +109,7 @@ fn fibra_sort(start: Start, mut v: Vec<u32>) -> Call {
 
 /// fibra: the root call, a task.
 #[cfg(feature = "fibra-rt")]
-async fn fibra_mergesort(start: Start, n: u64) -> u64 {
+async fn fibra_mergesort(start: impl Start, n: u64) -> u64 {
     let sorted = fibra::spawn(fibra_sort(start, input(n)))
         .await
         .expect("fibra: the sort failed");
@@ -141,6 +141,7 @@ async fn tokio_mergesort(n: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::workloads::parasites::start::for_each_start;
 
     #[test]
     fn the_input_is_a_permutation_and_only_its_sort_checks_out() {
@@ -165,8 +166,8 @@ mod tests {
     #[test]
     fn fibra_sorts() {
         let rt = fibra::Runtime::builder().workers(2).build().unwrap();
-        for start in [Start::Task, Start::Parasite] {
+        for_each_start!(start => {
             assert_eq!(rt.block_on(fibra_mergesort(start, 1000)), 333_333_000);
-        }
+        });
     }
 }

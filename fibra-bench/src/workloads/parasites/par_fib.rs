@@ -18,7 +18,7 @@ use std::pin::Pin;
 
 use super::GROUP;
 #[cfg(feature = "fibra-rt")]
-use super::start::Start;
+use super::start::{AsParasite, AsTask, Start};
 use crate::case::{Case, Params, Spec};
 use crate::exec::{fibra_row, fibra_rows};
 use crate::system::System;
@@ -50,12 +50,12 @@ pub fn cases(config: &Config) -> Vec<Case> {
         ops: 2 * fib(n + 1) - 1,
         expected: fib(n),
     };
-    let mut fibra = fibra_rows!(&spec, config, move || fibra_par_fib(Start::Task, n));
+    let mut fibra = fibra_rows!(&spec, config, move || fibra_par_fib(AsTask, n));
     fibra.push(fibra_row!(
         &spec,
         config,
         System::FibraParasite,
-        move || { fibra_par_fib(Start::Parasite, n) }
+        move || { fibra_par_fib(AsParasite, n) }
     ));
     let mut rows = task_rows(&spec, fibra, move || tokio_par_fib(n), PeerNotes::default());
     rows.push(
@@ -68,7 +68,7 @@ pub fn cases(config: &Config) -> Vec<Case> {
 /// fibra: the call for `n`, replying on `reply`; its children are started
 /// as `start` says.
 #[cfg(feature = "fibra-rt")]
-fn fibra_call(start: Start, n: u64, reply: fibra::Sender<u64>) -> Call {
+fn fibra_call(start: impl Start, n: u64, reply: fibra::Sender<u64>) -> Call {
     Box::pin(async move {
         let value = if n < 2 {
             n
@@ -85,7 +85,7 @@ fn fibra_call(start: Start, n: u64, reply: fibra::Sender<u64>) -> Call {
 
 /// fibra: the root call, a task, and its reply.
 #[cfg(feature = "fibra-rt")]
-async fn fibra_par_fib(start: Start, n: u64) -> u64 {
+async fn fibra_par_fib(start: impl Start, n: u64) -> u64 {
     let (tx, rx) = fibra::bounded(1);
     drop(fibra::spawn(fibra_call(start, n, tx)));
     rx.recv().await.expect("fibra: the root call was lost")
@@ -117,6 +117,7 @@ async fn tokio_par_fib(n: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::workloads::parasites::start::for_each_start;
 
     #[test]
     fn fib_is_fib() {
@@ -136,8 +137,8 @@ mod tests {
     #[test]
     fn fibra_computes_fib() {
         let rt = fibra::Runtime::builder().workers(2).build().unwrap();
-        for start in [Start::Task, Start::Parasite] {
+        for_each_start!(start => {
             assert_eq!(rt.block_on(fibra_par_fib(start, 12)), 144);
-        }
+        });
     }
 }

@@ -20,7 +20,7 @@ use std::pin::Pin;
 
 use super::GROUP;
 #[cfg(feature = "fibra-rt")]
-use super::start::Start;
+use super::start::{AsParasite, AsTask, Start};
 use crate::case::{Case, Params, Runner, Spec};
 use crate::exec::{fibra_row, fibra_rows};
 use crate::system::System;
@@ -65,12 +65,12 @@ pub fn cases(config: &Config) -> Vec<Case> {
         ops: calls,
         expected: value,
     };
-    let mut fibra = fibra_rows!(&spec, config, move || fibra_par_tak(Start::Task, x, y, z));
+    let mut fibra = fibra_rows!(&spec, config, move || fibra_par_tak(AsTask, x, y, z));
     fibra.push(fibra_row!(
         &spec,
         config,
         System::FibraParasite,
-        move || { fibra_par_tak(Start::Parasite, x, y, z) }
+        move || { fibra_par_tak(AsParasite, x, y, z) }
     ));
     let mut rows = task_rows(
         &spec,
@@ -89,7 +89,7 @@ pub fn cases(config: &Config) -> Vec<Case> {
 /// `reply`; the calls it makes are started as `start` says.
 #[cfg(feature = "fibra-rt")]
 fn fibra_call(
-    start: Start,
+    start: impl Start,
     (x, y, z): (u64, u64, u64),
     reply: fibra::Sender<Reply>,
     position: usize,
@@ -122,7 +122,7 @@ fn fibra_call(
 
 /// fibra: the root call, a task, and its reply.
 #[cfg(feature = "fibra-rt")]
-async fn fibra_par_tak(start: Start, x: u64, y: u64, z: u64) -> u64 {
+async fn fibra_par_tak(start: impl Start, x: u64, y: u64, z: u64) -> u64 {
     let (tx, rx) = fibra::bounded(1);
     drop(fibra::spawn(fibra_call(start, (x, y, z), tx, 0)));
     rx.recv().await.expect("fibra: the root call was lost").1
@@ -170,6 +170,7 @@ async fn tokio_par_tak(x: u64, y: u64, z: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::workloads::parasites::start::for_each_start;
 
     #[test]
     fn tak_counts_its_calls() {
@@ -189,8 +190,8 @@ mod tests {
     #[test]
     fn fibra_computes_tak() {
         let rt = fibra::Runtime::builder().workers(2).build().unwrap();
-        for start in [Start::Task, Start::Parasite] {
+        for_each_start!(start => {
             assert_eq!(rt.block_on(fibra_par_tak(start, 12, 8, 4)), 5);
-        }
+        });
     }
 }

@@ -17,7 +17,7 @@
 use super::GROUP;
 use super::mix;
 #[cfg(feature = "fibra-rt")]
-use super::start::Start;
+use super::start::{AsParasite, AsTask, Start};
 use crate::case::{Case, Params, Spec};
 use crate::exec::{fibra_row, fibra_rows, tokio_join_sum};
 use crate::system::System;
@@ -66,13 +66,13 @@ pub fn cases(config: &Config) -> Vec<Case> {
                 expected: (0..tasks).map(value).sum(),
             };
             let mut fibra = fibra_rows!(&spec, config, move || {
-                fibra_spawn_cost(Start::Task, join, tasks)
+                fibra_spawn_cost(AsTask, join, tasks)
             });
             fibra.push(fibra_row!(
                 &spec,
                 config,
                 System::FibraParasite,
-                move || { fibra_spawn_cost(Start::Parasite, join, tasks) }
+                move || { fibra_spawn_cost(AsParasite, join, tasks) }
             ));
             let rows = task_rows(
                 &spec,
@@ -115,7 +115,7 @@ async fn tokio_spawn_cost(join: Join, tasks: u64) -> u64 {
 
 /// fibra: started from a root task as `start` says, joined as `join` says.
 #[cfg(feature = "fibra-rt")]
-async fn fibra_spawn_cost(start: Start, join: Join, tasks: u64) -> u64 {
+async fn fibra_spawn_cost(start: impl Start, join: Join, tasks: u64) -> u64 {
     let root = fibra::spawn(async move {
         match join {
             Join::All => {
@@ -142,6 +142,7 @@ async fn fibra_spawn_cost(start: Start, join: Join, tasks: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::workloads::parasites::start::for_each_start;
 
     fn expected(tasks: u64) -> u64 {
         (0..tasks).map(value).sum()
@@ -161,13 +162,13 @@ mod tests {
     #[test]
     fn fibra_sums_what_the_computations_return() {
         let rt = fibra::Runtime::builder().workers(2).build().unwrap();
-        for start in [Start::Task, Start::Parasite] {
+        for_each_start!(start => {
             for join in [Join::All, Join::Each] {
                 assert_eq!(
                     rt.block_on(fibra_spawn_cost(start, join, 1000)),
                     expected(1000)
                 );
             }
-        }
+        });
     }
 }

@@ -43,11 +43,10 @@ where
     /// start, no atomic increment).
     pub(crate) fn allocate(future: F, shared: Arc<Shared>) -> (TaskRef, JoinHandle<F::Output>) {
         let p = Self::allocate_with(future, shared, 2, Output::Pending);
-        let join: NonNull<dyn Joinable<F::Output>> = p;
         // SAFETY: two references were counted, one for each owner.
         let task = unsafe { TaskRef::from_raw(p.cast()) };
         // SAFETY: as above.
-        let handle = unsafe { JoinHandle::from_raw(join) };
+        let handle = unsafe { JoinHandle::from_task(p) };
         (task, handle)
     }
 
@@ -169,24 +168,24 @@ where
                 // clone dropped on another thread, whose uses of the task
                 // then come before our reuse of its memory.
                 if header.refs.load(crate::loom::Ordering::Acquire) == 2 {
-                    // Nobody else holds a reference (a waker cloned during
-                    // the poll was dropped since), and nobody can make one:
-                    // the task is ours alone. Taken apart with no atomic.
-                    // SAFETY: ours alone; the block came from `block`.
-                    unsafe { Self::discard_unshared(p, slab, &site) };
-                    return JoinHandle::ready(output);
+                    match output {
+                        Ok(output) => {
+                            // Nobody else holds a reference (a waker cloned
+                            // during the poll was dropped since), and nobody
+                            // can make one: the task is ours alone. Taken
+                            // apart with no atomic.
+                            // SAFETY: ours alone; the block came from
+                            // `block`.
+                            unsafe { Self::discard_unshared(p, slab, &site) };
+                            return JoinHandle::ready(output);
+                        }
+                        // A panic (rare) keeps the task, below: the ready
+                        // handle holds an output, never an error, so that
+                        // it stays small.
+                        Err(e) => return Self::outlive_completed(p, Err(e)),
+                    }
                 }
-                // A waker clone outlives the poll: the task must outlive
-                // it too, as an ordinary one that completed.
-                // SAFETY: we hold `RUNNING`; no handle exists yet.
-                let this = unsafe { Self::outlive_inline_poll(p) };
-                this.own_runtime();
-                this.complete(output);
-                // SAFETY: the run's reference, ours.
-                drop(unsafe { TaskRef::from_raw(p.cast()) });
-                let join: NonNull<dyn Joinable<F::Output>> = p;
-                // SAFETY: the handle's reference.
-                unsafe { JoinHandle::from_raw(join) }
+                Self::outlive_completed(p, output)
             }
             None => {
                 // SAFETY: we hold `RUNNING`; no handle exists yet.
@@ -194,9 +193,8 @@ where
                 this.own_runtime();
                 // SAFETY: the run's reference.
                 let task = unsafe { TaskRef::from_raw(p.cast()) };
-                let join: NonNull<dyn Joinable<F::Output>> = p;
                 // SAFETY: the handle's reference.
-                let handle = unsafe { JoinHandle::from_raw(join) };
+                let handle = unsafe { JoinHandle::from_task(p) };
                 // The end of the run, registered first as in `run`.
                 let end = |_: &TaskRef| this.header.state.end_run_pending();
                 if let Err(task) = schedule::parasite_waits(task, end) {
@@ -212,6 +210,25 @@ where
                 handle
             }
         }
+    }
+
+    /// A parasite that finished in its inline poll with `output` outlives
+    /// it (a waker clone outlives the poll, or it panicked): it becomes an
+    /// ordinary task that completed, and the handle joins it.
+    #[cold]
+    #[inline(never)]
+    fn outlive_completed(
+        p: NonNull<Self>,
+        output: Result<F::Output, JoinError>,
+    ) -> JoinHandle<F::Output> {
+        // SAFETY: we hold `RUNNING`; no handle exists yet.
+        let this = unsafe { Self::outlive_inline_poll(p) };
+        this.own_runtime();
+        this.complete(output);
+        // SAFETY: the run's reference, ours.
+        drop(unsafe { TaskRef::from_raw(p.cast()) });
+        // SAFETY: the handle's reference.
+        unsafe { JoinHandle::from_task(p) }
     }
 
     /// The parasite outlives its inline poll: writes the part of the task
@@ -280,16 +297,39 @@ where
         schedule::alloc(shared, std::alloc::Layout::new::<Self>())
     }
 
+    /// The vtable's `joinable`, type-erased (`task::joinable` calls it back
+    /// as its own type).
+    // SAFETY: a function pointer to a function pointer of another type,
+    // called only as its own type (`task::joinable`).
+    const JOINABLE: unsafe fn() = unsafe {
+        std::mem::transmute::<
+            unsafe fn(NonNull<Header>) -> NonNull<dyn Joinable<F::Output>>,
+            unsafe fn(),
+        >(Self::joinable)
+    };
+
+    /// The vtable's `joinable`: the task as a `dyn Joinable` of its output.
+    ///
+    /// # Safety
+    ///
+    /// `p` is a `Task<F>`'s header, with the whole allocation's provenance.
+    unsafe fn joinable(p: NonNull<Header>) -> NonNull<dyn Joinable<F::Output>> {
+        let task: NonNull<Self> = p.cast();
+        task
+    }
+
     const VTABLE_BOX: &'static Vtable = &Vtable {
         run: Self::run,
         shutdown: Self::shutdown,
         dealloc: Self::dealloc_box,
+        joinable: Self::JOINABLE,
     };
 
     const VTABLE_SLAB: &'static Vtable = &Vtable {
         run: Self::run,
         shutdown: Self::shutdown,
         dealloc: Self::dealloc_slab,
+        joinable: Self::JOINABLE,
     };
 
     /// The task behind a header pointer (one with the provenance of the

@@ -14,8 +14,9 @@
 //! (state word, reference count, vtable, registry slot, runtime), then the
 //! future and the join state. What the scheduler holds is a [`TaskRef`], a
 //! thin pointer to the header owning one reference; a waker's data pointer
-//! is the same header pointer; a `JoinHandle` holds a `dyn Joinable`
-//! pointer into the same allocation and owns one reference too.
+//! is the same header pointer; a `JoinHandle` holds the same header pointer
+//! too (and reaches the join state as a `dyn Joinable` through the vtable's
+//! `joinable`), and owns one reference.
 //!
 //! The reference count is `Arc`'s protocol (Relaxed increments from a held
 //! reference, Release decrements, an Acquire fence before the last one
@@ -169,4 +170,27 @@ struct Vtable {
     shutdown: unsafe fn(NonNull<Header>),
     /// Drops the task and frees its allocation (no reference is left).
     dealloc: unsafe fn(NonNull<Header>),
+    /// The task as a `dyn Joinable` of its output type, type-erased: an
+    /// `unsafe fn(NonNull<Header>) -> NonNull<dyn Joinable<F::Output>>`
+    /// for a `Task<F>`, called back as that type by [`joinable`] (a handle
+    /// holds the header pointer alone, one word).
+    joinable: unsafe fn(),
+}
+
+/// The task `p` as a `dyn Joinable<T>`, through its vtable.
+///
+/// # Safety
+///
+/// `p` is a live task whose output type is `T`.
+#[inline]
+pub(crate) unsafe fn joinable<T>(p: NonNull<Header>) -> NonNull<dyn Joinable<T>> {
+    // SAFETY: the caller's contract: the task is alive.
+    let erased = unsafe { p.as_ref() }.vtable.joinable;
+    // SAFETY: a task's vtable entry is `Task::<F>::joinable`, of this type
+    // with `T = F::Output`, which the caller's contract names (`Task::
+    // VTABLE_*`); a function pointer transmuted back to its own type.
+    let f: unsafe fn(NonNull<Header>) -> NonNull<dyn Joinable<T>> =
+        unsafe { std::mem::transmute::<unsafe fn(), _>(erased) };
+    // SAFETY: as above, `p` is such a task.
+    unsafe { f(p) }
 }
