@@ -288,6 +288,10 @@ impl<T> Guard<'_, T> {
     }
 }
 
+/// Steps of [`crate::loom::spin_wait`] in [`Chan::spin_until_may`]: six
+/// doubling spins, then yields.
+const SPIN_STEPS: u32 = 10;
+
 pub(crate) struct Chan<T> {
     state: Lock<State<T>>,
     /// See [`readiness`].
@@ -345,6 +349,34 @@ impl<T> Chan<T> {
     /// [`readiness`]) may commit now. `false` is a hint, `true` a maybe.
     pub(crate) fn may(&self, mask: usize) -> bool {
         self.readiness.load(Ordering::Relaxed) & mask != 0
+    }
+
+    /// Before a blocking call on an OS thread publishes a record: spins
+    /// (then yields) briefly, without taking the lock, until the readiness
+    /// word shows a bit of `mask`; returns whether it came to show one. A
+    /// word that shows one already gives `false` at once: the caller's try
+    /// failed for another reason, and its perform is the way on. On a buffered
+    /// channel whose partner runs on another core the room or the value
+    /// usually comes within the spin, and the call then commits through the
+    /// buffered shortcut: no record, and nobody to wake.
+    ///
+    /// A rendezvous channel never spins here (`false` at once): there each
+    /// side waits for the other's record, so two callers spinning at once
+    /// would only meet after both spins ran out. Under loom it returns
+    /// `false` at once too: the spin reads a hint only, and the path after
+    /// it is the one taken without it.
+    pub(crate) fn spin_until_may(&self, mask: usize) -> bool {
+        if cfg!(loom) || self.cap == 0 || self.may(mask) {
+            return false;
+        }
+        let mut step = 0;
+        while step < SPIN_STEPS {
+            if self.may(mask) {
+                return true;
+            }
+            crate::loom::spin_wait(&mut step);
+        }
+        self.may(mask)
     }
 
     pub(crate) fn capacity(&self) -> Option<usize> {

@@ -74,7 +74,7 @@ pub use weak::WeakSender;
 
 use crate::loom::Arc;
 use crate::op::{Op, Perform};
-use meeting::Chan;
+use meeting::{Chan, readiness};
 use ops::ChanRef;
 use std::fmt;
 
@@ -321,6 +321,10 @@ impl<T> Sender<T> {
     }
 
     /// Sends `value` from an OS thread, parking it until the send commits.
+    /// On a full buffered channel it first spins briefly (then yields) for
+    /// room, as crossbeam-channel does: a receiver on another core usually
+    /// makes some within microseconds, and the send then takes no lock of a
+    /// waiter and wakes nobody.
     ///
     /// # Panics
     ///
@@ -336,10 +340,21 @@ impl<T> Sender<T> {
         // Refused on a worker even when it would not block.
         crate::op::check_blocking_allowed();
         // A buffered send that meets no waiter needs no perform.
-        match self.chan.try_send_buffered(value) {
-            Ok(()) => Ok(()),
-            Err(value) => self.send_op(value).perform(),
-        }
+        let value = match self.chan.try_send_buffered(value) {
+            Ok(()) => return Ok(()),
+            Err(value) => value,
+        };
+        // Full: a receiver on another core usually makes room soon; wait
+        // for it without publishing a record (see `Chan::spin_until_may`).
+        let value = if self.chan.spin_until_may(readiness::SEND_MAY) {
+            match self.chan.try_send_buffered(value) {
+                Ok(()) => return Ok(()),
+                Err(value) => value,
+            }
+        } else {
+            value
+        };
+        self.send_op(value).perform()
     }
 
     /// Sends `value`, waiting at most `d`; on timeout the value comes back
@@ -516,7 +531,9 @@ impl<T> Receiver<T> {
         }
     }
 
-    /// Receives a value on an OS thread, parking it until one arrives.
+    /// Receives a value on an OS thread, parking it until one arrives. On an
+    /// empty buffered channel it first spins briefly (then yields) for a
+    /// value, as crossbeam-channel does, before it parks.
     ///
     /// # Panics
     ///
@@ -531,10 +548,17 @@ impl<T> Receiver<T> {
         // Refused on a worker even when it would not block.
         crate::op::check_blocking_allowed();
         // A buffered value with no sender waiting for room needs no perform.
-        match self.chan.try_recv_buffered() {
-            Some(v) => Ok(v),
-            None => self.recv_op().perform(),
+        if let Some(v) = self.chan.try_recv_buffered() {
+            return Ok(v);
         }
+        // Empty: a sender on another core usually sends soon; wait for it
+        // without publishing a record (see `Chan::spin_until_may`).
+        if self.chan.spin_until_may(readiness::RECV_MAY) {
+            if let Some(v) = self.chan.try_recv_buffered() {
+                return Ok(v);
+            }
+        }
+        self.recv_op().perform()
     }
 
     /// Receives a value, waiting at most `d`: `Err(Timeout)` if none came
