@@ -3,9 +3,11 @@
 
     python3 scripts/bench-tables.py [target/fibra-bench/report.json] [--commit C]
 
-Writes docs/bench/results.md (every row of the run) and prints the README's
-summary (one row per workload and parameters, one column per peer, each cell
-the peer's time divided by fibra's: > 1 means fibra is faster).
+Writes docs/bench/results.md (every row of the run, with the cores each
+in-process row kept busy) and prints the README's tables: the summary (one
+row per workload and parameters, one column per peer, each cell the peer's
+time divided by fibra's: > 1 means fibra is faster), the actor groups'
+speedups, and the rows between OS threads with wall and CPU time per op.
 """
 
 import json
@@ -44,6 +46,39 @@ def ns_text(row):
     return text
 
 
+def cpu_text(row):
+    """The cores a row's process kept busy while it ran (its CPU time over
+    its wall time; in-process rows only), e.g. "1.97"."""
+    return f"{row['cpu_pct'] / 100:.2f}" if "cpu_pct" in row else ""
+
+
+def threads_md(report):
+    """Rows between OS threads (fibra-threads, crossbeam, flume-threads):
+    wall time per op and CPU time per op, side by side."""
+    systems = ["fibra-threads", "crossbeam", "flume-threads"]
+    works = OrderedDict()
+    for row in report["results"]:
+        if row["system"] in systems and "cpu_pct" in row:
+            key = (row["group"], row["workload"], params_text(row["params"]))
+            works.setdefault(key, {})[row["system"]] = row
+    head = ["group", "workload", "params"] + [f"{s} ns/op (CPU ns/op)" for s in systems]
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for (group, workload, params), rows in works.items():
+        if "fibra-threads" not in rows:
+            continue
+        cells = [group, workload, params]
+        for system in systems:
+            r = rows.get(system)
+            if r:
+                ns = r["ns_per_op"]
+                cpu = ns * r["cpu_pct"] / 100
+                cells.append(f"{ns:.3g} ({cpu:.3g})")
+            else:
+                cells.append("")
+        out.append("| " + " | ".join(cells) + " |")
+    return "\n".join(out) + "\n" if len(out) > 2 else ""
+
+
 def ratio_of(row):
     """The peer's ratio against fibra: against the fastest fibra row for
     Go, Erlang and Racket, else against fibra in the same context."""
@@ -72,13 +107,13 @@ def results_md(report, commit):
         if row["group"] != group:
             group = row["group"]
             out.append(f"\n## {group}\n")
-            out.append("| workload | params | system | median s | ns/op | vs fibra |")
-            out.append("|---|---|---|---|---|---|")
+            out.append("| workload | params | system | median s | ns/op | CPU | vs fibra |")
+            out.append("|---|---|---|---|---|---|---|")
         r = row.get("vs_fibra")
         vs = f"{r['ratio']:.2f} (vs {r['system']})" if r else ""
         out.append(
             f"| {row['workload']} | {params_text(row['params'])} | {row['system']} "
-            f"| {row['median_s']:.4g} | {ns_text(row)} | {vs} |"
+            f"| {row['median_s']:.4g} | {ns_text(row)} | {cpu_text(row)} | {vs} |"
         )
     return "\n".join(out) + "\n"
 
@@ -148,6 +183,9 @@ def main():
     speedups = speedup_md(report)
     if speedups:
         sys.stdout.write("\n" + speedups)
+    threads = threads_md(report)
+    if threads:
+        sys.stdout.write("\n" + threads)
 
 
 if __name__ == "__main__":

@@ -124,8 +124,49 @@ pub fn quiet_skip_panics() {
     }));
 }
 
-/// What an in-process row gave: its timed samples, or why it was skipped.
-type InProcess = Result<Vec<f64>, String>;
+/// What an in-process row gave: its timed runs, or why it was skipped.
+type InProcess = Result<TimedRuns, String>;
+
+/// The timed runs of an in-process row (a row process prints them as
+/// JSON): wall-clock seconds and the CPU seconds the process used over
+/// the same span (every thread: workers spinning or idle count too).
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+struct TimedRuns {
+    wall: Vec<f64>,
+    cpu: Vec<f64>,
+}
+
+impl TimedRuns {
+    /// The samples and the figure `cpu_pct`: the median over the runs of
+    /// CPU time over wall time, in percent (200: two cores busy
+    /// throughout).
+    fn into_samples(self) -> Samples {
+        let shares: Vec<f64> = self
+            .wall
+            .iter()
+            .zip(&self.cpu)
+            .map(|(wall, cpu)| if *wall > 0.0 { cpu / wall } else { 0.0 })
+            .collect();
+        let share = Stats::from_samples(&shares).median_s;
+        let figures = Params::new().with("cpu_pct", (share * 100.0).round() as u64);
+        Samples::Timed(self.wall, figures)
+    }
+}
+
+/// CPU seconds used so far by every thread of this process.
+pub(crate) fn process_cpu_seconds() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable `timespec`; the clock id is a
+    // constant every Linux kernel knows.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    if rc != 0 {
+        return 0.0;
+    }
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+}
 
 /// What running the selected rows produced.
 #[derive(Debug, Default)]
@@ -279,7 +320,7 @@ impl Harness {
                     Some(config) => measure_in_row_process(label, &config, exe, self.runs),
                 }?;
                 Ok(match outcome {
-                    Ok(samples) => Samples::Timed(samples, Params::new()),
+                    Ok(timed) => timed.into_samples(),
                     Err(reason) => Samples::Skipped(reason),
                 })
             }
@@ -361,18 +402,24 @@ fn measure_in_process(
 ) -> Result<InProcess, BenchError> {
     let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
         let mut run = setup();
-        let mut samples = Vec::with_capacity(runs);
+        let mut timed = TimedRuns {
+            wall: Vec::with_capacity(runs),
+            cpu: Vec::with_capacity(runs),
+        };
         for i in 0..=runs {
+            let cpu_start = process_cpu_seconds();
             let start = Instant::now();
             let result = run();
             let seconds = start.elapsed().as_secs_f64();
+            let cpu = process_cpu_seconds() - cpu_start;
             verify(label, spec, i, result)?;
             eprint!("."); // one dot per run: long rows show they are alive
             if i > 0 {
-                samples.push(seconds);
+                timed.wall.push(seconds);
+                timed.cpu.push(cpu);
             }
         }
-        Ok(samples)
+        Ok(timed)
     }));
     match outcome {
         Ok(timed) => timed.map(Ok),
@@ -417,11 +464,11 @@ fn measure_in_row_process(
     if let Ok(RowSkipped { skipped }) = serde_json::from_str::<RowSkipped>(stdout.trim()) {
         return Ok(Err(skipped));
     }
-    serde_json::from_str::<Vec<f64>>(stdout.trim())
+    serde_json::from_str::<TimedRuns>(stdout.trim())
         .ok()
-        .filter(|samples| samples.len() == runs)
+        .filter(|timed| timed.wall.len() == runs && timed.cpu.len() == runs)
         .map(Ok)
-        .ok_or_else(|| failed(format!("expected {runs} samples, got {stdout:?}")))
+        .ok_or_else(|| failed(format!("expected {runs} timed runs, got {stdout:?}")))
 }
 
 /// What a row process prints for a row that cannot run here.
@@ -463,7 +510,7 @@ pub fn row_main(args: &[String], allocator: Allocator) -> ExitCode {
             ));
         }
         match measure_in_process(label, &case.spec, setup, runs).map_err(|e| e.to_string())? {
-            Ok(samples) => serde_json::to_string(&samples),
+            Ok(timed) => serde_json::to_string(&timed),
             Err(skipped) => serde_json::to_string(&RowSkipped { skipped }),
         }
         .map_err(|e| e.to_string())
@@ -518,6 +565,17 @@ fn check_reported(
             .ok_or_else(|| peer_error(format!("a run did not report `{name}`: {reported:?}")))?;
         let median = Stats::from_samples(&values).median_s;
         figures = figures.with(name, median.max(0.0).round() as u64);
+    }
+    // The cores a run kept busy, where every timed run reported them (the
+    // rows this executable runs in a process of their own).
+    let cpu: Option<Vec<f64>> = reported
+        .iter()
+        .filter(|run| !run.warmup)
+        .map(|run| run.figure("cpu_pct"))
+        .collect();
+    if let Some(cpu) = cpu.filter(|c| !c.is_empty() && !measured.contains(&"cpu_pct")) {
+        let median = Stats::from_samples(&cpu).median_s;
+        figures = figures.with("cpu_pct", median.max(0.0).round() as u64);
     }
     Ok(Samples::Timed(samples, figures))
 }
@@ -653,6 +711,36 @@ mod tests {
                     .collect(),
             })
             .collect()
+    }
+
+    #[test]
+    fn timed_runs_give_their_cpu_share_as_a_figure() {
+        let timed = TimedRuns {
+            wall: vec![1.0, 2.0, 0.5],
+            cpu: vec![1.0, 3.9, 1.0],
+        };
+        let Samples::Timed(samples, figures) = timed.into_samples() else {
+            panic!("not timed");
+        };
+        assert_eq!(samples, [1.0, 2.0, 0.5]);
+        // Shares 1.0, 1.95, 2.0: the median is 1.95.
+        assert_eq!(figures, Params::new().with("cpu_pct", 195));
+    }
+
+    #[test]
+    fn an_in_process_run_counts_the_cpu_it_burns() {
+        let spin = |seconds: f64| {
+            let start = Instant::now();
+            let mut x = 0u64;
+            while start.elapsed().as_secs_f64() < seconds {
+                x = std::hint::black_box(x.wrapping_add(1));
+            }
+        };
+        let before = process_cpu_seconds();
+        spin(0.05);
+        let used = process_cpu_seconds() - before;
+        // A busy thread uses about its wall time (less if descheduled).
+        assert!(used > 0.005 && used < 1.0, "{used}");
     }
 
     #[test]

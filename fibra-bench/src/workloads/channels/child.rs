@@ -72,8 +72,15 @@ pub fn run_child(
             "WRONG RESULT in {label} (warm-up pass): got {warm_up}, expected {expected}"
         ));
     }
+    let cpu_start = crate::harness::process_cpu_seconds();
     let start = Instant::now();
     let result = run();
     let seconds = start.elapsed().as_secs_f64();
-    Ok(child::line(seconds, result, &[]))
+    let cpu = crate::harness::process_cpu_seconds() - cpu_start;
+    let cpu_pct = if seconds > 0.0 {
+        cpu / seconds * 100.0
+    } else {
+        0.0
+    };
+    Ok(child::line(seconds, result, &[("cpu_pct", cpu_pct)]))
 }
