@@ -535,6 +535,11 @@ impl<S> WaitQueue<S> {
     /// Commits every committable record with the given outcome left in their
     /// slots (a closing resource), returning the wakers to wake after unlock.
     pub(crate) fn commit_all(&mut self, wakers: &mut Vec<Waker>) {
+        // Most queues are empty when their resource closes (a channel
+        // whose last handle goes): no drain to set up.
+        if self.records.is_empty() {
+            return;
+        }
         wakers.extend(self.records.drain().filter_map(Waiter::commit));
     }
 }
