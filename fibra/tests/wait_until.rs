@@ -678,6 +678,36 @@ fn dropping_choose_all_withdraws_waiting_parts_and_gives_committed_ones_back() {
     drop(tx_a);
 }
 
+/// A `choose_all` polled again with the same waker keeps the one its
+/// parts hold; polled with another, its waiting parts take the new one:
+/// a partner's commit wakes the waker of the latest poll only.
+#[test]
+fn choose_all_wakes_the_waker_of_its_latest_poll() {
+    let (tx_a, rx_a) = bounded::<u32>(0);
+    let (tx_b, rx_b) = bounded::<u32>(0);
+    let (tx_c, rx_c) = bounded::<u32>(0);
+    let (first, first_count) = common::WakeCounter::new();
+    let (second, second_count) = common::WakeCounter::new();
+    let mut all = pin!(choose_all([rx_a.recv_op(), rx_b.recv_op(), rx_c.recv_op()]).into_future());
+    assert!(common::poll_with(all.as_mut(), &first).is_pending());
+    // The same waker again (a clone: same identity): nothing to hand over.
+    assert!(common::poll_with(all.as_mut(), &first.clone()).is_pending());
+    assert_eq!(tx_a.try_send(1), Ok(()));
+    assert_eq!((first_count.count(), second_count.count()), (1, 0));
+    // Another waker: the two parts still waiting take it.
+    assert!(common::poll_with(all.as_mut(), &second).is_pending());
+    assert_eq!(tx_b.try_send(2), Ok(()));
+    assert_eq!((first_count.count(), second_count.count()), (1, 1));
+    // Back to the first: the last part takes it again.
+    assert!(common::poll_with(all.as_mut(), &first).is_pending());
+    assert_eq!(tx_c.try_send(3), Ok(()));
+    assert_eq!((first_count.count(), second_count.count()), (2, 1));
+    assert_eq!(
+        common::poll_with(all.as_mut(), &first),
+        Poll::Ready(vec![Ok(1), Ok(2), Ok(3)])
+    );
+}
+
 // ----- stress ----------------------------------------------------------------
 
 /// What one consumer saw.

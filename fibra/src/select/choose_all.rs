@@ -32,10 +32,19 @@
 //!   `withdraw` (after cancelling its opstate), as a `Perform` does.
 //! * The `ChooseAll` commits its own leaf only after every part's opstate
 //!   is `SYNCED`; its `finish` then finishes every part.
+//! * After a look at every part (`all_committed`), every part still
+//!   waiting holds a waker that wakes the same as that look's (`Waker::
+//!   will_wake`): a part started then took that waker, and a waiting part
+//!   took it (`update_waker`), or held one that wakes the same. `installed`
+//!   is the identity (data and vtable pointers) of that look's waker; the
+//!   next look with a waker of the same identity has no waker to hand its
+//!   waiting parts. The identity cannot name another waker meanwhile: a
+//!   waiting part holds its waker, so its data stays allocated.
 
 use crate::op::state::{OpState, Seen};
 use crate::op::{BlockCx, Op, sealed::Sealed};
 use std::pin::Pin;
+use std::task::Waker;
 
 /// Where a part is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -110,6 +119,7 @@ struct Part<O> {
 /// ```
 pub fn choose_all<O: Op>(ops: impl IntoIterator<Item = O>) -> ChooseAll<O> {
     ChooseAll {
+        installed: None,
         parts: ops
             .into_iter()
             .map(|op| Part {
@@ -136,6 +146,21 @@ pub fn choose_all<O: Op>(ops: impl IntoIterator<Item = O>) -> ChooseAll<O> {
 #[must_use = "an op does nothing unless performed"]
 pub struct ChooseAll<O: Op> {
     parts: Box<[Part<O>]>,
+    /// The identity of the waker every waiting part holds (module
+    /// invariants); `None` before the first look.
+    installed: Option<WakerId>,
+}
+
+/// A waker's identity: its data and vtable pointers, what `Waker::
+/// will_wake` compares (as integers: only compared, never followed).
+type WakerId = (usize, usize);
+
+/// The identity of `waker`.
+fn waker_id(waker: &Waker) -> WakerId {
+    (
+        waker.data() as usize,
+        std::ptr::from_ref(waker.vtable()) as usize,
+    )
 }
 
 // The parts are behind the box: moving a `ChooseAll` moves none of them.
@@ -172,8 +197,9 @@ impl<O: Op> Part<O> {
     }
 
     /// A later look at a blocked part: whether it committed. If not, it
-    /// looks again (ops that commit themselves) and takes the new waker.
-    fn committed(&mut self, cx: &BlockCx<'_>) -> bool {
+    /// looks again (ops that commit themselves) and takes the new waker,
+    /// unless `same_waker`: the part holds one that wakes the same.
+    fn committed(&mut self, cx: &BlockCx<'_>, same_waker: bool) -> bool {
         let (mut op, state, _, remote) = self.project();
         let mut step = 0;
         loop {
@@ -192,7 +218,7 @@ impl<O: Op> Part<O> {
                     if state.load() != Seen::Waiting {
                         continue;
                     }
-                    if !*remote || state.update_waker(cx.waker) {
+                    if same_waker || !*remote || state.update_waker(cx.waker) {
                         return false;
                     }
                     // It moved while we looked: look again.
@@ -223,6 +249,8 @@ impl<O: Op> Part<O> {
 impl<O: Op> ChooseAll<O> {
     /// Whether every part committed; starts the parts not started yet.
     fn all_committed(&mut self, cx: &BlockCx<'_>) -> bool {
+        let id = waker_id(cx.waker);
+        let same_waker = self.installed == Some(id);
         let mut all = true;
         for part in self.parts.iter_mut() {
             if part.phase == Phase::Fresh {
@@ -230,8 +258,9 @@ impl<O: Op> ChooseAll<O> {
             }
             // Every part looks (and takes the new waker), even after one
             // that has not committed.
-            all &= part.committed(cx);
+            all &= part.committed(cx, same_waker);
         }
+        self.installed = Some(id);
         all
     }
 
