@@ -317,6 +317,9 @@ fn a_task_whose_buffered_sends_and_receives_are_always_ready_cannot_starve_its_w
             let flag = Arc::new(AtomicBool::new(false));
             let f = flag.clone();
             let spinner = fibra::spawn(async move {
+                // Spawned by the spinner as it starts: on one thread it
+                // runs only once the spinner yields.
+                let setter = fibra::spawn(async move { flag.store(true, Ordering::SeqCst) });
                 let (tx, rx) = bounded::<u64>(4);
                 let mut spins = 0u64;
                 while !f.load(Ordering::SeqCst) {
@@ -325,13 +328,9 @@ fn a_task_whose_buffered_sends_and_receives_are_always_ready_cannot_starve_its_w
                     spins += 1;
                     assert!(spins < 10_000_000, "the other task never ran");
                 }
+                setter.await.unwrap();
                 spins
             });
-            // Spawned second: on one thread it runs only once the spinner
-            // yields.
-            fibra::spawn(async move { flag.store(true, Ordering::SeqCst) })
-                .await
-                .unwrap();
             spinner.await.unwrap()
         });
         assert!(spins > 0, "the spinner ran before the flag was set");

@@ -382,6 +382,113 @@ fn yield_now_lets_other_tasks_run_on_a_single_worker() {
     });
 }
 
+/// A chain of tasks, each spawning the next before it ends, until `stop`
+/// is set: the newest spawn is always the next to run on its worker (the
+/// local queue is LIFO). Returns how many ran.
+async fn spawn_chain(stop: Arc<AtomicUsize>) -> u64 {
+    fn link(stop: Arc<AtomicUsize>, count: Arc<AtomicUsize>, done: fibra::Sender<()>) {
+        if stop.load(Ordering::SeqCst) != 0 {
+            let _ = done.try_send(());
+            return;
+        }
+        let n = count.fetch_add(1, Ordering::SeqCst);
+        assert!(
+            n < 10_000_000,
+            "the chain of spawns starved the other tasks"
+        );
+        drop(fibra::spawn(async move { link(stop, count, done) }));
+    }
+    let count = Arc::new(AtomicUsize::new(0));
+    let (done, finished) = fibra::bounded(1);
+    link(stop, count.clone(), done);
+    finished.recv().await.unwrap();
+    count.load(Ordering::SeqCst) as u64
+}
+
+#[test]
+fn a_stream_of_spawns_does_not_starve_a_task_spawned_before_it() {
+    for rt in [
+        Runtime::builder().current_thread().build().unwrap(),
+        Runtime::builder().workers(1).build().unwrap(),
+    ] {
+        rt.block_on(async {
+            let stop = Arc::new(AtomicUsize::new(0));
+            let s = stop.clone();
+            // Spawned first: the oldest entry of the local queue.
+            let first = fibra::spawn(async move { s.store(1, Ordering::SeqCst) });
+            let chain = spawn_chain(stop).await;
+            first.await.unwrap();
+            assert!(chain > 0);
+        });
+    }
+}
+
+#[test]
+fn a_stream_of_spawns_does_not_starve_a_yielding_task() {
+    for rt in [
+        Runtime::builder().current_thread().build().unwrap(),
+        Runtime::builder().workers(1).build().unwrap(),
+    ] {
+        rt.block_on(async {
+            let stop = Arc::new(AtomicUsize::new(0));
+            let s = stop.clone();
+            let yielder = fibra::spawn(async move {
+                for _ in 0..100 {
+                    fibra::yield_now().await;
+                }
+                s.store(1, Ordering::SeqCst);
+            });
+            spawn_chain(stop).await;
+            yielder.await.unwrap();
+        });
+    }
+}
+
+/// Live tasks of a fork-join tree: how many are spawned and not finished,
+/// and the most at once.
+#[derive(Default)]
+struct Live {
+    now: AtomicUsize,
+    most: AtomicUsize,
+}
+
+/// fib(n) with a task per call, each spawning its two halves and joining
+/// them, counting live tasks in `live`.
+fn fork_join_fib(n: u64, live: Arc<Live>) -> fibra::JoinHandle<u64> {
+    let now = live.now.fetch_add(1, Ordering::SeqCst) + 1;
+    live.most.fetch_max(now, Ordering::SeqCst);
+    fibra::spawn(async move {
+        let r = if n < 2 {
+            n
+        } else {
+            let a = fork_join_fib(n - 1, live.clone());
+            let b = fork_join_fib(n - 2, live.clone());
+            a.await.unwrap() + b.await.unwrap()
+        };
+        live.now.fetch_sub(1, Ordering::SeqCst);
+        r
+    })
+}
+
+#[test]
+fn a_fork_join_tree_runs_depth_first_with_few_tasks_alive() {
+    // fib(20) spawns 21,891 tasks, 6,765 of them on its widest level: in
+    // FIFO order most of the tree is alive at once. Run newest first
+    // (work-first), a worker holds a few tasks per level of the tree.
+    for rt in [
+        Runtime::builder().current_thread().build().unwrap(),
+        Runtime::builder().workers(1).build().unwrap(),
+    ] {
+        let live = Arc::new(Live::default());
+        let l = live.clone();
+        let fib = rt.block_on(async move { fork_join_fib(20, l).await.unwrap() });
+        assert_eq!(fib, 6765);
+        assert_eq!(live.now.load(Ordering::SeqCst), 0);
+        let most = live.most.load(Ordering::SeqCst);
+        assert!(most <= 200, "{most} tasks alive at once");
+    }
+}
+
 #[test]
 fn a_ping_pong_pair_does_not_starve_other_tasks() {
     // One worker: a pair hands off forever through the next slot; a third

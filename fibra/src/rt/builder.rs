@@ -1,6 +1,7 @@
 //! `Builder`: configure and start a runtime.
 
 use super::queue::{Injector, Worker as Deque};
+use super::worker::LocalQueues;
 use super::{Flavor, Idle, MAX_WORKERS, Parker, Registry, Runtime, Shared, WorkerCtx};
 use crate::loom::{AtomicBool, AtomicPtr, AtomicUsize, Mutex};
 use std::sync::Arc;
@@ -140,7 +141,7 @@ impl Builder {
     /// Whether parasites ([`spawn_eager`](super::spawn_eager)) that turn
     /// out long-running inflate (on by default): a parasite whose poll ends
     /// with it runnable again (it yielded, or used up its cooperative
-    /// budget) becomes an ordinary task on the stealable queue, where idle
+    /// budget) becomes an ordinary task on a stealable queue, where idle
     /// workers may take it, and the worker it ran on spawns its next 10
     /// parasites as ordinary tasks. Off, such a parasite stays on its
     /// worker (a private queue no other worker steals from), like the
@@ -199,10 +200,16 @@ impl Builder {
                 ),
             ));
         }
-        let locals: Vec<Deque<_>> = (0..n).map(|_| Deque::new_fifo()).collect();
+        let locals: Vec<LocalQueues> = (0..n)
+            .map(|_| LocalQueues {
+                spawned: Deque::new_lifo(),
+                yielded: Deque::new_fifo(),
+            })
+            .collect();
         let shared = Arc::new(Shared {
             injector: Injector::new(),
-            stealers: locals.iter().map(Deque::stealer).collect(),
+            stealers: locals.iter().map(|q| q.spawned.stealer()).collect(),
+            yield_stealers: locals.iter().map(|q| q.yielded.stealer()).collect(),
             parkers: (0..n).map(|_| Parker::default()).collect(),
             idle: Idle::new(n),
             tasks: Registry::new(),
@@ -268,7 +275,7 @@ impl Builder {
                 let _stopped = Stopped(shared.clone());
                 let ctx = WorkerCtx::new(shared, index, local);
                 ctx.enter(|| ctx.run(|| false));
-                // Leave `next` and `hot` in the stealable queue, where
+                // Leave `next` and `hot` in the stealable queues, where
                 // shutdown finds them (a task not yet registered may be
                 // there).
                 drop(ctx.into_local());

@@ -87,7 +87,10 @@ impl Drop for IoRunning<'_> {
 /// State shared by a runtime's workers, handles and tasks.
 pub(crate) struct Shared {
     injector: Injector<TaskRef>,
+    /// Each worker's stealable queue (LIFO for its owner: `worker.rs`).
     stealers: Vec<Stealer<TaskRef>>,
+    /// Each worker's queue of yielded tasks (FIFO), stealable too.
+    yield_stealers: Vec<Stealer<TaskRef>>,
     parkers: Vec<Parker>,
     idle: Idle,
     tasks: Registry,
@@ -141,7 +144,12 @@ impl Shared {
     }
 
     fn has_work(&self) -> bool {
-        !self.injector.is_empty() || self.stealers.iter().any(|s| !s.is_empty())
+        !self.injector.is_empty()
+            || self
+                .stealers
+                .iter()
+                .chain(&self.yield_stealers)
+                .any(|s| !s.is_empty())
     }
 
     /// A sleeper's final look: work anywhere, or in worker `me`'s inbox
@@ -227,10 +235,10 @@ impl Shared {
         let _ = Shared::queue_on(ctx, task, WorkerCtx::schedule_woken);
     }
 
-    /// Queues a task that yielded (or was spawned): behind the others. The
-    /// entry comes back if the runtime shuts down.
+    /// Queues a task that yielded (or a parasite that inflated): behind
+    /// the others. The entry comes back if the runtime shuts down.
     fn schedule_yield(task: TaskRef) -> Result<(), TaskRef> {
-        Shared::queue(task, WorkerCtx::schedule_back)
+        Shared::queue(task, WorkerCtx::schedule_yielded)
     }
 
     /// Queues a task that the cooperative budget made yield: behind the
@@ -313,7 +321,7 @@ impl Shared {
         } else {
             // Not registered yet (registry.rs): it is in a run queue until
             // its first `Pending` poll.
-            if let Err(task) = Shared::schedule_yield(task) {
+            if let Err(task) = Shared::queue(task, WorkerCtx::schedule_back) {
                 // Shutdown began: the entry was refused, so nobody else
                 // can reach this task to cancel it, nor run it.
                 task.shutdown();
@@ -439,7 +447,7 @@ impl Shared {
             }
         };
         take(&|| self.injector.steal());
-        for s in &self.stealers {
+        for s in self.stealers.iter().chain(&self.yield_stealers) {
             take(&|| s.steal());
         }
         for inbox in &self.inboxes {
@@ -484,7 +492,7 @@ pub struct Runtime {
     flavor: Flavor,
     threads: Vec<crate::loom::thread::JoinHandle<()>>,
     /// The current-thread flavour's local queue, used by `block_on`.
-    ct_local: Option<Mutex<Option<queue::Worker<TaskRef>>>>,
+    ct_local: Option<Mutex<Option<worker::LocalQueues>>>,
 }
 
 impl Runtime {
@@ -646,10 +654,10 @@ impl Runtime {
         let local = lock(slot)
             .take()
             .expect("one `block_on` at a time on a current-thread runtime");
-        /// Gives the worker's queue back to the runtime for the next
+        /// Gives the worker's queues back to the runtime for the next
         /// `block_on`, also if the future panics.
         struct GiveBack<'a> {
-            slot: &'a Mutex<Option<queue::Worker<TaskRef>>>,
+            slot: &'a Mutex<Option<worker::LocalQueues>>,
             ctx: Option<WorkerCtx>,
         }
         impl Drop for GiveBack<'_> {
@@ -1084,7 +1092,8 @@ where
 }
 
 /// Yields to the other tasks of this worker: the task goes to the back of
-/// the run queue. Outside fibra's runtime it yields to the executor the same
+/// its worker's queue of yielded tasks, behind every task runnable there
+/// (other workers may take it from there too). Outside fibra's runtime it yields to the executor the same
 /// way (wake, then `Pending` once).
 ///
 /// ```

@@ -21,8 +21,10 @@
 //!   therefore synchronises only with the change it reads, never with the
 //!   lock's later holders: the idle protocol's Dekker check (`idle.rs`)
 //!   must hold by its own fences, as it must over crossbeam's queues.
-//! * A `Worker` and its `Stealer`s share one queue, FIFO (`new_fifo`): the
-//!   owner pops from the front, where stealers steal too.
+//! * A `Worker` and its `Stealer`s share one queue, FIFO (`new_fifo`: the
+//!   owner pops from the front, where stealers steal too) or LIFO
+//!   (`new_lifo`: the owner pops from the back, stealers steal from the
+//!   front), as crossbeam's two flavours.
 //! * `steal_batch_and_pop` takes its batch out of the source under the
 //!   source's lock, then pushes it to the destination under the
 //!   destination's: an entry is always owned by exactly one queue or by the
@@ -80,6 +82,13 @@ mod model {
             t
         }
 
+        fn pop_back(&self) -> Option<T> {
+            let mut q = lock(&self.q);
+            let t = q.pop_back();
+            self.publish(&q);
+            t
+        }
+
         fn len(&self) -> usize {
             // Acquire: pairs with `publish`'s Release.
             self.len.load(Ordering::Acquire)
@@ -111,12 +120,16 @@ mod model {
         }
     }
 
-    /// A worker's own end of its queue.
-    pub(crate) struct Worker<T>(Arc<Queue<T>>);
+    /// A worker's own end of its queue; `true`: LIFO for the owner.
+    pub(crate) struct Worker<T>(Arc<Queue<T>>, bool);
 
     impl<T> Worker<T> {
         pub(crate) fn new_fifo() -> Self {
-            Self(Arc::new(Queue::new()))
+            Self(Arc::new(Queue::new()), false)
+        }
+
+        pub(crate) fn new_lifo() -> Self {
+            Self(Arc::new(Queue::new()), true)
         }
 
         pub(crate) fn stealer(&self) -> Stealer<T> {
@@ -128,11 +141,19 @@ mod model {
         }
 
         pub(crate) fn pop(&self) -> Option<T> {
-            self.0.pop()
+            if self.1 {
+                self.0.pop_back()
+            } else {
+                self.0.pop()
+            }
         }
 
         pub(crate) fn len(&self) -> usize {
             self.0.len()
+        }
+
+        pub(crate) fn is_empty(&self) -> bool {
+            self.len() == 0
         }
     }
 

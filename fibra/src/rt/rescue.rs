@@ -9,7 +9,7 @@
 //! An idle worker rescues them instead: while another worker is awake, an
 //! idle worker parks for at most [`TICK`] and stays a sleeper (a tick does
 //! not search), and a worker that has been in the same poll for two ticks
-//! in a row is *stuck*; the idle worker takes its stealable queue, freezes
+//! in a row is *stuck*; the idle worker takes its stealable queues, freezes
 //! it, takes its private runnable tasks into its own queue, and thaws it.
 //!
 //! # The freeze: an asymmetric lock
@@ -32,7 +32,7 @@
 //! private expedited command, which runs a full memory barrier on every
 //! core running a thread of this process. Where the kernel lacks that
 //! command, workers are never frozen: an idle worker still steals a stuck
-//! worker's stealable queue, but its private tasks wait for its poll to
+//! worker's stealable queues, but its private tasks wait for its poll to
 //! end. Under loom both barriers are `SeqCst` fences (loom model `loom_a_frozen_worker_and_its_rescuer_never_touch_its_queue_together`).
 //!
 //! # Invariants

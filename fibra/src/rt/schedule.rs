@@ -102,7 +102,7 @@ pub(crate) fn requeue(task: TaskRef) {
 /// A parasite (`spawn_eager`) turned out long-running: one of its polls
 /// ended with it runnable again (it yielded, or the cooperative budget made
 /// it yield). It becomes an ordinary task (its state word's `PARASITE` bit
-/// goes) and goes to the back of the stealable queue, where idle workers
+/// goes) and goes to the back of its worker's yielded queue, where idle workers
 /// may take it; the worker it ran on spawns its next `EAGER_PENALTY`
 /// parasites as ordinary tasks. With inflation off (`Builder::
 /// parasite_inflation`), it stays a parasite and goes to the back of this

@@ -1,16 +1,37 @@
 //! The worker loop: where tasks run.
 //!
-//! Each worker owns a FIFO run queue (stealable), a LIFO "next" slot and a
-//! FIFO "hot" queue of tasks displaced from `next` (neither stealable). A task woken by the task running on this worker goes to `next`
+//! Each worker owns two stealable run queues, a "next" slot and a FIFO
+//! "hot" queue of tasks displaced from `next` (neither stealable). A task woken by the task running on this worker goes to `next`
 //! and runs as soon as the waker blocks or yields: a communicating pair stays
 //! on one core and hands off without touching any shared queue or the OS
 //! (Go's `runnext`; the parasite paper's migration to the point of
 //! synchronisation).
 //!
+//! The stealable queues: `local`, LIFO for the worker (work-first, as
+//! Cilk's deques), takes spawned tasks, the joiners a finished task wakes
+//! and the tasks woken by an I/O poll; other workers steal its oldest
+//! entries. A fork-join program (a task that spawns its halves and joins
+//! them) so runs depth-first on each worker, with a few tasks alive per
+//! level of its tree, while thieves take the largest pieces left; in
+//! FIFO order the whole tree would be spawned before any leaf ran.
+//! `yielded`, FIFO, takes the tasks woken during their own poll (a
+//! `yield_now`) and inflated parasites, so that a yield lets every other
+//! runnable task of the worker go first, and the woken tasks that `hot`
+//! has no room for or that leave the retained ring: behind the others, a
+//! woken task finds more messages waiting when it runs (an actor that a
+//! thousand others message wakes once for many, not once for each).
+//!
 //! Fairness: at most `MAX_NEXT_STREAK` tasks in a row come from `next`, then
-//! the `next` task goes to the back of the local queue, so a ping-pong pair
-//! cannot starve the queue; every `INJECTOR_INTERVAL` ticks the global
-//! injector is checked first, so spawns from outside cannot starve either.
+//! the `next` task goes to the back of the hot queue, so a ping-pong pair
+//! cannot starve the others; every `STEALABLE_FIRST_INTERVAL` ticks the
+//! stealable queues go before `hot`, each first in turn, so neither a
+//! task the budget made yield nor a stream of spawns can starve a yielding
+//! task; every `OLDEST_FIRST_INTERVAL` ticks the local queue's oldest entry
+//! does, so a stream of spawns cannot starve a task spawned before it
+//! either (rarely: each such turn starts another piece of a fork-join tree
+//! from its top, and the pieces started live together); every
+//! `INJECTOR_INTERVAL` ticks the global injector is checked first, so
+//! spawns from outside cannot starve either.
 //!
 //! Retention: a task whose poll here ends idle stays `RUNNING`, held by the
 //! worker's ring (`retained.rs`), for up to `retained::CAP` turns; a wake
@@ -57,13 +78,21 @@ const MAX_NEXT_STREAK: u32 = 16;
 #[cfg(loom)]
 const MAX_NEXT_STREAK: u32 = 2;
 /// Tasks displaced from `next` wait in the worker's private `hot` queue, up
-/// to this many; beyond, they go to the stealable queue.
+/// to this many; beyond, they go to the yielded queue (stealable).
 #[cfg(not(loom))]
 const HOT_MAX: usize = 256;
 #[cfg(loom)]
 const HOT_MAX: usize = 1;
-/// Every this many ticks the stealable queue goes before the hot one.
-const LOCAL_FIRST_INTERVAL: u32 = 31;
+/// Every this many ticks the stealable queues go before `hot`, each first
+/// in turn (module docs). A power of two: the common turn tests one mask.
+const STEALABLE_FIRST_INTERVAL: u32 = 32;
+/// Every this many ticks the local queue's oldest task goes first (module
+/// docs); a multiple of `STEALABLE_FIRST_INTERVAL`, tested inside its turn.
+const OLDEST_FIRST_INTERVAL: u32 = 1024;
+const _: () = assert!(
+    STEALABLE_FIRST_INTERVAL.is_power_of_two()
+        && OLDEST_FIRST_INTERVAL % STEALABLE_FIRST_INTERVAL == 0
+);
 const INJECTOR_INTERVAL: u32 = 61;
 /// Rounds of stealing before a worker parks; between rounds it spins, then
 /// yields: some microseconds in all, less than the OS wake-up a parked
@@ -101,7 +130,11 @@ const PUSH_CHECK_EVERY: usize = 64;
 pub(crate) struct WorkerCtx {
     pub(crate) shared: Arc<Shared>,
     pub(crate) index: usize,
+    /// LIFO for this worker (module docs).
     local: Deque<TaskRef>,
+    /// FIFO: tasks that yielded, and woken tasks behind the others
+    /// (module docs).
+    yielded: Deque<TaskRef>,
     next: Cell<Option<TaskRef>>,
     /// Tasks woken by the tasks running here and displaced from `next` (a
     /// producer waking consumers). Not stealable: they talk to the tasks on
@@ -114,7 +147,7 @@ pub(crate) struct WorkerCtx {
     /// made since (see `OFFER_DELAY`).
     backlog_since: Cell<Option<Instant>>,
     /// Set while a task that just finished wakes its joiners: those wakes
-    /// go to the back of the queue (see `schedule_woken`).
+    /// go to the local queue, not `next` (see `schedule_woken`).
     finishing: Cell<bool>,
     /// Tasks that went idle here recently, still `RUNNING` (retained.rs).
     retained: Retained,
@@ -170,8 +203,17 @@ pub(crate) fn with_current<R>(f: impl FnOnce(Option<&WorkerCtx>) -> R) -> R {
     })
 }
 
+/// A worker's two stealable queues (module docs), kept by a current-thread
+/// runtime between `block_on` calls.
+pub(crate) struct LocalQueues {
+    /// LIFO for the owner: spawned tasks and joiners.
+    pub(crate) spawned: Deque<TaskRef>,
+    /// FIFO: tasks that yielded, and woken tasks behind the others.
+    pub(crate) yielded: Deque<TaskRef>,
+}
+
 impl WorkerCtx {
-    pub(crate) fn new(shared: Arc<Shared>, index: usize, local: Deque<TaskRef>) -> Self {
+    pub(crate) fn new(shared: Arc<Shared>, index: usize, queues: LocalQueues) -> Self {
         let workers = shared.parkers.len();
         Self {
             watch: (shared.rescuable && super::rescue::freezable())
@@ -185,7 +227,8 @@ impl WorkerCtx {
             heap: NonNull::from(&shared.heaps[index]),
             shared,
             index,
-            local,
+            local: queues.spawned,
+            yielded: queues.yielded,
             next: Cell::new(None),
             hot: RefCell::new(VecDeque::new()),
             streak: Cell::new(0),
@@ -270,7 +313,8 @@ impl WorkerCtx {
     }
 
     /// Releases a task that left our ring; queues it if it was woken: on
-    /// worker `to`'s inbox if given (`inbox.rs`), else at the back of ours.
+    /// worker `to`'s inbox if given (`inbox.rs`), else at the back of our
+    /// yielded queue.
     fn release_retained(&self, task: IdleRun, to: Option<usize>) {
         // SAFETY: it came out of our ring, token cleared.
         if let Some(entry) = unsafe { TaskRef::release_retained(task) } {
@@ -278,10 +322,10 @@ impl WorkerCtx {
                 Some(j) => {
                     self.count(super::metrics::Count::HandedOut);
                     if let Some(back) = self.shared.hand_over(j, entry) {
-                        self.schedule_back(back);
+                        self.schedule_yielded(back);
                     }
                 }
-                None => self.schedule_back(entry),
+                None => self.schedule_yielded(entry),
             }
         }
     }
@@ -341,9 +385,9 @@ impl WorkerCtx {
         unsafe { self.heap.as_ref() }
     }
 
-    /// Gives back the local queue (current-thread flavour, between
-    /// `block_on` calls).
-    pub(crate) fn into_local(self) -> Deque<TaskRef> {
+    /// Gives back the stealable queues (current-thread flavour, between
+    /// `block_on` calls), `next` and `hot` in them.
+    pub(crate) fn into_local(self) -> LocalQueues {
         for t in self
             .next
             .into_inner()
@@ -352,7 +396,10 @@ impl WorkerCtx {
         {
             self.local.push(t);
         }
-        self.local
+        LocalQueues {
+            spawned: self.local,
+            yielded: self.yielded,
+        }
     }
 
     /// Makes this the current thread's worker for the duration of `f`.
@@ -376,9 +423,10 @@ impl WorkerCtx {
 
     /// Schedules a task woken by the task running here: into `next`, unless
     /// the waker is a task that just finished (its joiners): a finished task
-    /// waits for no reply, so there is no hand-off to make, and a joiner
-    /// that runs after the tasks already queued finds more of its joins done
-    /// (spawn-join: one poll of the joiner instead of one per task).
+    /// waits for no reply, so there is no hand-off to make; the joiner goes
+    /// on the local queue, where it is the next task of this worker to run
+    /// after `next` and `hot` (a fork-join parent goes on with its work
+    /// while its children's results are fresh, as a Cilk continuation).
     #[inline]
     pub(crate) fn schedule_woken(&self, task: TaskRef) {
         self.private(|| self.schedule_woken_here(task));
@@ -394,10 +442,10 @@ impl WorkerCtx {
         }
     }
 
-    /// Runs `f` with the wakes it makes queued at the back of the stealable
-    /// queue instead of in `next`: a finished task waking its joiners, and
-    /// an I/O poll waking the tasks of every ready socket (no hand-off to
-    /// make in either case).
+    /// Runs `f` with the wakes it makes queued on the local queue instead
+    /// of in `next`: a finished task waking its joiners, and an I/O poll
+    /// waking the tasks of every ready socket (no hand-off to make in
+    /// either case).
     pub(crate) fn finishing<R>(&self, f: impl FnOnce() -> R) -> R {
         // Restored even if a (foreign) waker panics.
         struct Restore<'a>(&'a Cell<bool>, bool);
@@ -445,23 +493,50 @@ impl WorkerCtx {
             }
         });
         if let Some(task) = overflow {
-            self.schedule_back(task);
+            self.schedule_yielded(task);
         }
     }
 
-    /// Schedules a task at the back of the local queue (spawn, yield).
+    /// Schedules a task on the local queue (a spawn, a joiner, a task an
+    /// I/O poll woke): for this worker the next to run but `next` and
+    /// `hot` (LIFO), for thieves the last.
     pub(crate) fn schedule_back(&self, task: TaskRef) {
         self.local.push(task);
         self.offer_work();
     }
 
-    /// After a push to the local queue: a backlog of more than `OFFER_MIN`
-    /// tasks starts the `OFFER_DELAY` clock, or is offered once it ran out.
+    /// Schedules a task that yielded, or a parasite that inflated: at the
+    /// back of the yielded queue, behind every other runnable task here.
+    #[inline]
+    pub(crate) fn schedule_yielded(&self, task: TaskRef) {
+        self.yielded.push(task);
+        self.offer_work();
+    }
+
+    /// Tasks in our stealable queues.
+    #[inline]
+    fn backlog(&self) -> usize {
+        self.local.len() + self.yielded.len()
+    }
+
+    /// After a push to a stealable queue: a backlog of more than
+    /// `OFFER_MIN` tasks starts the `OFFER_DELAY` clock, or is offered
+    /// once it ran out.
+    #[inline(always)]
     fn offer_work(&self) {
-        if self.shared.stealers.len() > 1 && self.local.len() > OFFER_MIN {
+        if self.shared.stealers.len() > 1 {
+            self.offer_backlog();
+        }
+    }
+
+    /// `offer_work` with other workers to offer to.
+    #[inline(never)]
+    fn offer_backlog(&self) {
+        let backlog = self.backlog();
+        if backlog > OFFER_MIN {
             match self.backlog_since.get() {
                 None => self.backlog_since.set(Some(Instant::now())),
-                Some(_) if self.local.len() % PUSH_CHECK_EVERY == 0 => self.check_backlog(),
+                Some(_) if backlog % PUSH_CHECK_EVERY == 0 => self.check_backlog(),
                 Some(_) => {}
             }
         }
@@ -473,7 +548,7 @@ impl WorkerCtx {
         let Some(since) = self.backlog_since.get() else {
             return;
         };
-        if self.local.len() <= OFFER_MIN {
+        if self.backlog() <= OFFER_MIN {
             self.backlog_since.set(None);
         } else if since.elapsed() >= OFFER_DELAY {
             self.shared.notify_idle();
@@ -504,12 +579,34 @@ impl WorkerCtx {
         }
         self.streak.set(0);
         let hot = || self.hot.borrow_mut().pop_front();
-        if tick % LOCAL_FIRST_INTERVAL == 0 {
-            self.local.pop().or_else(hot)
+        let yielded = || self.yielded.pop();
+        // `pop` is not inlined; most turns find the local queue empty
+        // (a task that yields or is woken does not go there).
+        let local = || (!self.local.is_empty()).then(|| self.local.pop()).flatten();
+        if tick % STEALABLE_FIRST_INTERVAL != 0 {
+            hot().or_else(local).or_else(yielded)
+        } else if tick % OLDEST_FIRST_INTERVAL == 0 {
+            // Now and then the longest-waiting first (module docs).
+            self.oldest_local().or_else(yielded).or_else(hot)
+        } else if tick & STEALABLE_FIRST_INTERVAL == 0 {
+            // The stealable queues before `hot` (where a task the budget
+            // made yield waits), each first in turn.
+            local().or_else(yielded).or_else(hot)
         } else {
-            hot().or_else(|| self.local.pop())
+            yielded().or_else(local).or_else(hot)
         }
         .or_else(|| self.steal_injector())
+    }
+
+    /// The oldest entry of our local queue: its thieves' end.
+    fn oldest_local(&self) -> Option<TaskRef> {
+        loop {
+            match self.shared.stealers[self.index].steal() {
+                Steal::Success(t) => return Some(t),
+                Steal::Empty => return None,
+                Steal::Retry => {}
+            }
+        }
     }
 
     fn steal_injector(&self) -> Option<TaskRef> {
@@ -525,12 +622,16 @@ impl WorkerCtx {
     fn steal_others(&self) -> Option<TaskRef> {
         let n = self.shared.stealers.len();
         for k in 1..n {
-            let victim = &self.shared.stealers[(self.index + k) % n];
-            loop {
-                match victim.steal_batch_and_pop(&self.local) {
-                    Steal::Success(t) => return Some(t),
-                    Steal::Empty => break,
-                    Steal::Retry => {}
+            let j = (self.index + k) % n;
+            // The victim's local queue first: its oldest entries are the
+            // largest pieces of work it spawned.
+            for victim in [&self.shared.stealers[j], &self.shared.yield_stealers[j]] {
+                loop {
+                    match victim.steal_batch_and_pop(&self.local) {
+                        Steal::Success(t) => return Some(t),
+                        Steal::Empty => break,
+                        Steal::Retry => {}
+                    }
                 }
             }
         }
@@ -801,8 +902,8 @@ impl WorkerCtx {
         #[cfg(not(loom))]
         if let Some(driver) = self.shared.io.get() {
             if let Some(mut poller) = driver.try_poller() {
-                // The woken tasks go to the back of our stealable queue
-                // (`finishing`): many may wake at once.
+                // The woken tasks go to our local queue (`finishing`):
+                // many may wake at once.
                 return self
                     .finishing(|| driver.turn(&mut poller, Some(std::time::Duration::ZERO)));
             }
@@ -870,19 +971,21 @@ impl WorkerCtx {
             if j == self.index || ticks < 2 {
                 continue;
             }
-            // Its stealable queue: what it spawned or requeued before the
+            // Its stealable queues: what it spawned or requeued before the
             // poll began.
-            took |= loop {
-                match self.shared.stealers[j].steal_batch_and_pop(&self.local) {
-                    Steal::Success(t) => {
-                        self.local.push(t);
-                        self.count(super::metrics::Count::Steals);
-                        break true;
+            for victim in [&self.shared.stealers[j], &self.shared.yield_stealers[j]] {
+                took |= loop {
+                    match victim.steal_batch_and_pop(&self.local) {
+                        Steal::Success(t) => {
+                            self.local.push(t);
+                            self.count(super::metrics::Count::Steals);
+                            break true;
+                        }
+                        Steal::Empty => break false,
+                        Steal::Retry => {}
                     }
-                    Steal::Empty => break false,
-                    Steal::Retry => {}
-                }
-            };
+                };
+            }
             let Some(_frozen) = watch.try_freeze() else {
                 continue;
             };

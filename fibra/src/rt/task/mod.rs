@@ -40,7 +40,8 @@
 //! `RUNNING` and queues it itself), and the worker that pops the entry inherits
 //! `RUNNING` without an atomic read-modify-write. A wake of a queued or
 //! running task only sets `NOTIFIED`, and the runner requeues it after its
-//! poll (at the back of the local queue: a task that wakes itself yields).
+//! poll (at the back of its worker's yielded queue: a task that wakes
+//! itself yields).
 //! Wakes after `COMPLETE` do nothing.
 //!
 //! A poll that ends `Pending` with no wake during it does not release
