@@ -436,10 +436,18 @@ impl WorkerCtx {
     #[inline(always)]
     fn schedule_woken_here(&self, task: TaskRef) {
         if self.finishing.get() {
-            self.schedule_back(task);
+            self.schedule_joiner(task);
         } else {
             self.schedule_next_here(task);
         }
+    }
+
+    /// A wake while `finishing`: on the local queue. Out of line, so that
+    /// the common wake (into `next`) stays small enough to be inlined into
+    /// the waker.
+    #[inline(never)]
+    fn schedule_joiner(&self, task: TaskRef) {
+        self.schedule_back(task);
     }
 
     /// Runs `f` with the wakes it makes queued on the local queue instead
@@ -502,7 +510,7 @@ impl WorkerCtx {
     /// `hot` (LIFO), for thieves the last.
     pub(crate) fn schedule_back(&self, task: TaskRef) {
         self.local.push(task);
-        self.offer_work();
+        self.offer_work(self.local.len());
     }
 
     /// Schedules a task that yielded, or a parasite that inflated: at the
@@ -510,7 +518,7 @@ impl WorkerCtx {
     #[inline]
     pub(crate) fn schedule_yielded(&self, task: TaskRef) {
         self.yielded.push(task);
-        self.offer_work();
+        self.offer_work(self.yielded.len());
     }
 
     /// Tasks in our stealable queues.
@@ -519,26 +527,24 @@ impl WorkerCtx {
         self.local.len() + self.yielded.len()
     }
 
-    /// After a push to a stealable queue: a backlog of more than
-    /// `OFFER_MIN` tasks starts the `OFFER_DELAY` clock, or is offered
-    /// once it ran out.
+    /// After a push to a stealable queue that now holds `len` tasks: a
+    /// backlog of more than `OFFER_MIN` tasks starts the `OFFER_DELAY`
+    /// clock, or is offered once it ran out (one queue's length is the
+    /// trigger; `check_backlog` counts both).
     #[inline(always)]
-    fn offer_work(&self) {
-        if self.shared.stealers.len() > 1 {
-            self.offer_backlog();
+    fn offer_work(&self, len: usize) {
+        if len > OFFER_MIN && self.shared.stealers.len() > 1 {
+            self.offer_backlog(len);
         }
     }
 
-    /// `offer_work` with other workers to offer to.
+    /// `offer_work` with a backlog and other workers to offer it to.
     #[inline(never)]
-    fn offer_backlog(&self) {
-        let backlog = self.backlog();
-        if backlog > OFFER_MIN {
-            match self.backlog_since.get() {
-                None => self.backlog_since.set(Some(Instant::now())),
-                Some(_) if backlog % PUSH_CHECK_EVERY == 0 => self.check_backlog(),
-                Some(_) => {}
-            }
+    fn offer_backlog(&self, len: usize) {
+        match self.backlog_since.get() {
+            None => self.backlog_since.set(Some(Instant::now())),
+            Some(_) if len % PUSH_CHECK_EVERY == 0 => self.check_backlog(),
+            Some(_) => {}
         }
     }
 
