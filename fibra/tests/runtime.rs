@@ -382,6 +382,15 @@ fn yield_now_lets_other_tasks_run_on_a_single_worker() {
     });
 }
 
+/// A current-thread runtime and a multi-thread one of one worker: every
+/// task on one thread, so what runs first is the scheduler's order.
+fn one_thread_runtimes() -> [Runtime; 2] {
+    [
+        Runtime::builder().current_thread().build().unwrap(),
+        Runtime::builder().workers(1).build().unwrap(),
+    ]
+}
+
 /// A chain of tasks, each spawning the next before it ends, until `stop`
 /// is set: the newest spawn is always the next to run on its worker (the
 /// local queue is LIFO). Returns how many ran.
@@ -407,10 +416,7 @@ async fn spawn_chain(stop: Arc<AtomicUsize>) -> u64 {
 
 #[test]
 fn a_stream_of_spawns_does_not_starve_a_task_spawned_before_it() {
-    for rt in [
-        Runtime::builder().current_thread().build().unwrap(),
-        Runtime::builder().workers(1).build().unwrap(),
-    ] {
+    for rt in one_thread_runtimes() {
         rt.block_on(async {
             let stop = Arc::new(AtomicUsize::new(0));
             let s = stop.clone();
@@ -425,10 +431,7 @@ fn a_stream_of_spawns_does_not_starve_a_task_spawned_before_it() {
 
 #[test]
 fn a_stream_of_spawns_does_not_starve_a_yielding_task() {
-    for rt in [
-        Runtime::builder().current_thread().build().unwrap(),
-        Runtime::builder().workers(1).build().unwrap(),
-    ] {
+    for rt in one_thread_runtimes() {
         rt.block_on(async {
             let stop = Arc::new(AtomicUsize::new(0));
             let s = stop.clone();
@@ -475,10 +478,7 @@ fn a_fork_join_tree_runs_depth_first_with_few_tasks_alive() {
     // fib(20) spawns 21,891 tasks, 6,765 of them on its widest level: in
     // FIFO order most of the tree is alive at once. Run newest first
     // (work-first), a worker holds a few tasks per level of the tree.
-    for rt in [
-        Runtime::builder().current_thread().build().unwrap(),
-        Runtime::builder().workers(1).build().unwrap(),
-    ] {
+    for rt in one_thread_runtimes() {
         let live = Arc::new(Live::default());
         let l = live.clone();
         let fib = rt.block_on(async move { fork_join_fib(20, l).await.unwrap() });

@@ -160,7 +160,11 @@ impl RuntimeMetrics {
     /// assert_eq!(rt.handle().metrics().worker_local_queue_depth(0), 0);
     /// ```
     pub fn worker_local_queue_depth(&self, worker: usize) -> usize {
-        self.shared.stealers[worker].len() + self.shared.yield_stealers[worker].len()
+        self.shared
+            .stealable_of(worker)
+            .iter()
+            .map(|s| s.len())
+            .sum()
     }
 
     /// Tasks spawned and not finished yet (completed, panicked, aborted or

@@ -143,13 +143,19 @@ impl Shared {
         self.shutdown.load(Ordering::Acquire)
     }
 
+    /// Worker `j`'s two stealable queues, its local one first (a thief
+    /// takes the largest pieces of work from there).
+    fn stealable_of(&self, j: usize) -> [&Stealer<TaskRef>; 2] {
+        [&self.stealers[j], &self.yield_stealers[j]]
+    }
+
+    /// Every worker's stealable queues.
+    fn all_stealable(&self) -> impl Iterator<Item = &Stealer<TaskRef>> {
+        self.stealers.iter().chain(&self.yield_stealers)
+    }
+
     fn has_work(&self) -> bool {
-        !self.injector.is_empty()
-            || self
-                .stealers
-                .iter()
-                .chain(&self.yield_stealers)
-                .any(|s| !s.is_empty())
+        !self.injector.is_empty() || self.all_stealable().any(|s| !s.is_empty())
     }
 
     /// A sleeper's final look: work anywhere, or in worker `me`'s inbox
@@ -447,7 +453,7 @@ impl Shared {
             }
         };
         take(&|| self.injector.steal());
-        for s in self.stealers.iter().chain(&self.yield_stealers) {
+        for s in self.all_stealable() {
             take(&|| s.steal());
         }
         for inbox in &self.inboxes {

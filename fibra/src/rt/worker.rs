@@ -631,7 +631,7 @@ impl WorkerCtx {
             let j = (self.index + k) % n;
             // The victim's local queue first: its oldest entries are the
             // largest pieces of work it spawned.
-            for victim in [&self.shared.stealers[j], &self.shared.yield_stealers[j]] {
+            for victim in self.shared.stealable_of(j) {
                 loop {
                     match victim.steal_batch_and_pop(&self.local) {
                         Steal::Success(t) => return Some(t),
@@ -979,7 +979,7 @@ impl WorkerCtx {
             }
             // Its stealable queues: what it spawned or requeued before the
             // poll began.
-            for victim in [&self.shared.stealers[j], &self.shared.yield_stealers[j]] {
+            for victim in self.shared.stealable_of(j) {
                 took |= loop {
                     match victim.steal_batch_and_pop(&self.local) {
                         Steal::Success(t) => {
