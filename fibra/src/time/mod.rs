@@ -5,7 +5,10 @@
 //! cancellation guarantees as channel ops. They work everywhere — fibra's
 //! runtime, other executors, plain OS threads — through one process-wide
 //! timer thread driving a hashed timer wheel (`wheel.rs`: O(1) insert and
-//! cancel, one-millisecond resolution, never early).
+//! cancel). A time op commits at its deadline, never early, and late only
+//! by the timer thread's wake-up (tens of microseconds when the machine is
+//! idle): the wheel's slots are a millisecond wide, but the thread sleeps
+//! until the earliest exact deadline.
 //!
 //! ```
 //! use fibra::{Op, choose, time};
