@@ -284,7 +284,7 @@ impl<T> Wheel<T> {
         // is reached (the rest, and the slot, wait); a dense slot is fired
         // whole at its end instead.
         let current = whole + 1;
-        if self.slot_len[slot_of(current)] > DENSE_SLOT {
+        if self.is_dense(current) {
             return;
         }
         self.fire_slot(
@@ -292,6 +292,11 @@ impl<T> Wheel<T> {
             |e| e.tick == current && e.deadline <= now,
             &mut fire,
         );
+    }
+
+    /// Whether tick `t`'s slot is fired whole at its end (`DENSE_SLOT`).
+    fn is_dense(&self, t: u64) -> bool {
+        self.slot_len[slot_of(t)] > DENSE_SLOT
     }
 
     /// Fires the entries of tick `t`'s slot that `due` accepts.
@@ -322,7 +327,7 @@ impl<T> Wheel<T> {
             if i == NIL {
                 continue;
             }
-            if self.slot_len[slot_of(t)] > DENSE_SLOT {
+            if self.is_dense(t) {
                 return t.saturating_mul(TICK_NS);
             }
             let mut earliest = NEVER;
