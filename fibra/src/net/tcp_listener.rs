@@ -172,7 +172,7 @@ impl TcpListener {
     }
 
     /// How many connections wait in `kept`.
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(super) fn kept_len(&self) -> usize {
         self.state().kept.len()
     }

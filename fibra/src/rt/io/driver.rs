@@ -37,6 +37,9 @@ const INDEX_BITS: u32 = 32;
 
 /// See the module docs.
 pub(crate) struct Driver {
+    // Under loom no worker turns the poll (they park on their condvars:
+    // `Worker::park`), so the poll and what turns it go unused there.
+    #[cfg_attr(loom, allow(dead_code))]
     poller: Mutex<Poller>,
     registry: Registry,
     waker: mio::Waker,
@@ -45,6 +48,7 @@ pub(crate) struct Driver {
 }
 
 /// The poll and its buffers; whoever holds it turns the driver.
+#[cfg_attr(loom, allow(dead_code))]
 pub(crate) struct Poller {
     poll: Poll,
     events: Events,
@@ -156,6 +160,7 @@ impl Driver {
     }
 
     /// The poll, if no other thread is turning it.
+    #[cfg_attr(loom, allow(dead_code))]
     pub(crate) fn try_poller(&self) -> Option<MutexGuard<'_, Poller>> {
         match self.poller.try_lock() {
             Ok(g) => Some(g),
@@ -214,6 +219,7 @@ impl Driver {
     /// Waits for events up to `timeout` (`None`: until one comes or the
     /// driver is woken) and delivers them; returns how many sources got
     /// one.
+    #[cfg_attr(loom, allow(dead_code))]
     pub(crate) fn turn(&self, poller: &mut Poller, timeout: Option<Duration>) -> usize {
         let Poller {
             poll,
