@@ -160,10 +160,17 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// spin lock (one CAS to take, one store to release) beats a futex mutex
 /// (two read-modify-writes). Under loom it is loom's `Mutex`, so models see
 /// every acquisition.
+///
+/// The lock word holds the holder's tag (never 0: [`set_lock_tag`]), so an
+/// acquisition that finds the lock held learns whose thread holds it: the
+/// runtime counts such contention per task turn ([`take_contention`]) and
+/// gathers tasks that contend across workers on one of them
+/// (`rt/worker.rs`, "Gathering").
 #[cfg(not(loom))]
 pub(crate) struct Lock<T> {
-    /// `true` while held. Acquire on take pairs with the Release on release.
-    locked: AtomicBool,
+    /// 0 while free, else the holder's tag. Acquire on take pairs with the
+    /// Release on release.
+    state: std::sync::atomic::AtomicU32,
     value: std::cell::UnsafeCell<T>,
 }
 
@@ -174,40 +181,78 @@ unsafe impl<T: Send> Sync for Lock<T> {}
 #[cfg(not(loom))]
 unsafe impl<T: Send> Send for Lock<T> {}
 
+/// The lock tag of a thread that is no runtime's worker.
+#[cfg_attr(loom, allow(dead_code))]
+pub(crate) const OTHER_THREAD: u32 = 1;
+
+#[cfg(not(loom))]
+std::thread_local! {
+    /// What this thread writes into a [`Lock`] it takes (never 0).
+    static LOCK_TAG: std::cell::Cell<u32> = const { std::cell::Cell::new(OTHER_THREAD) };
+    /// Acquisitions of a [`Lock`] that found it held since the last
+    /// [`take_contention`], and the holder's tag last found.
+    static CONTENTION: std::cell::Cell<(u32, u32)> = const { std::cell::Cell::new((0, 0)) };
+}
+
+/// Sets the tag this thread writes into the [`Lock`]s it takes (nonzero);
+/// returns the previous one.
+pub(crate) fn set_lock_tag(tag: u32) -> u32 {
+    debug_assert_ne!(tag, 0);
+    #[cfg(not(loom))]
+    return LOCK_TAG.with(|t| t.replace(tag));
+    #[cfg(loom)]
+    return tag;
+}
+
+/// How many [`Lock`] acquisitions of this thread found the lock held since
+/// the last call, and the holder's tag last found; starts the count again.
+/// (Under loom, where a `Lock` is loom's `Mutex`, never any.)
+#[inline]
+pub(crate) fn take_contention() -> (u32, u32) {
+    #[cfg(not(loom))]
+    return CONTENTION.with(|c| c.replace((0, 0)));
+    #[cfg(loom)]
+    return (0, 0);
+}
+
 #[cfg(not(loom))]
 impl<T> Lock<T> {
     pub(crate) const fn new(value: T) -> Self {
         Self {
-            locked: AtomicBool::new(false),
+            state: std::sync::atomic::AtomicU32::new(0),
             value: std::cell::UnsafeCell::new(value),
         }
     }
 
     #[inline]
     pub(crate) fn lock(&self) -> LockGuard<'_, T> {
+        let tag = LOCK_TAG.with(std::cell::Cell::get);
         // Acquire: pairs with the Release store of the last holder's
         // release (`LockGuard::drop`), so its writes are visible.
-        if self
-            .locked
-            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
-            .is_err()
+        if let Err(holder) =
+            self.state
+                .compare_exchange_weak(0, tag, Ordering::Acquire, Ordering::Relaxed)
         {
-            self.lock_contended();
+            self.lock_contended(tag, holder);
         }
         LockGuard { lock: self }
     }
 
     #[cold]
-    fn lock_contended(&self) {
+    fn lock_contended(&self, tag: u32, holder: u32) {
+        // (A weak exchange may also fail on a free lock: not contention.)
+        if holder != 0 {
+            CONTENTION.with(|c| c.set((c.get().0.saturating_add(1), holder)));
+        }
         let mut step = 0;
         loop {
-            while self.locked.load(Ordering::Relaxed) {
+            while self.state.load(Ordering::Relaxed) != 0 {
                 spin_wait(&mut step);
             }
             // Acquire: as in `lock`.
             if self
-                .locked
-                .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+                .state
+                .compare_exchange_weak(0, tag, Ordering::Acquire, Ordering::Relaxed)
                 .is_ok()
             {
                 return;
@@ -244,7 +289,7 @@ impl<T> std::ops::DerefMut for LockGuard<'_, T> {
 impl<T> Drop for LockGuard<'_, T> {
     fn drop(&mut self) {
         // Release pairs with the Acquire of the next holder.
-        self.lock.locked.store(false, Ordering::Release);
+        self.lock.state.store(0, Ordering::Release);
     }
 }
 

@@ -231,6 +231,7 @@ impl Builder {
                 .collect(),
             ticking: AtomicUsize::new(0),
             parasite_inflation: self.parasite_inflation,
+            lock_tags: super::gather::TagBase::new(),
             io: std::sync::OnceLock::new(),
             #[cfg(feature = "metrics")]
             counters: (0..n).map(|_| Default::default()).collect(),

@@ -30,6 +30,7 @@ pub(crate) struct Counters {
     spawned: AtomicUsize,
     finished: AtomicUsize,
     handed_out: AtomicUsize,
+    gathered: AtomicUsize,
 }
 
 /// Which counter to bump.
@@ -43,6 +44,9 @@ pub(crate) enum Count {
     Finished,
     /// A task woken by another worker's task was handed to that worker.
     HandedOut,
+    /// A task that contended with another worker's task was handed to
+    /// that worker (`gather.rs`).
+    Gathered,
 }
 
 #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
@@ -55,6 +59,7 @@ impl Counters {
             Count::Spawned => &self.spawned,
             Count::Finished => &self.finished,
             Count::HandedOut => &self.handed_out,
+            Count::Gathered => &self.gathered,
         }
     }
 
@@ -256,6 +261,24 @@ impl RuntimeMetrics {
     #[cfg(feature = "metrics")]
     pub fn worker_handed_over_count(&self, worker: usize) -> u64 {
         self.shared.counters[worker].load(Count::HandedOut)
+    }
+
+    /// Tasks worker `worker` handed over to another worker because, in a
+    /// turn that ended with them runnable, they kept finding a lock held
+    /// by that worker's tasks (the runtime's docs, "Scheduling").
+    ///
+    /// # Panics
+    ///
+    /// If `worker >= num_workers()`.
+    ///
+    /// ```
+    /// let rt = fibra::Runtime::builder().workers(2).build().unwrap();
+    /// let m = rt.handle().metrics();
+    /// let _ = m.worker_gathered_count(0) + m.worker_gathered_count(1);
+    /// ```
+    #[cfg(feature = "metrics")]
+    pub fn worker_gathered_count(&self, worker: usize) -> u64 {
+        self.shared.counters[worker].load(Count::Gathered)
     }
 
     #[cfg(feature = "metrics")]

@@ -36,6 +36,7 @@
 
 mod blocking;
 mod builder;
+mod gather;
 mod idle;
 mod inbox;
 pub(crate) mod io;
@@ -127,6 +128,8 @@ pub(crate) struct Shared {
     inboxes: Box<[crossbeam_utils::CachePadded<inbox::Inbox>]>,
     /// Whether long-running parasites inflate (`Builder::parasite_inflation`).
     parasite_inflation: bool,
+    /// This runtime's part of its workers' lock tags (`gather.rs`).
+    lock_tags: gather::TagBase,
     /// The I/O driver, made at the first socket registered (`io/`).
     io: std::sync::OnceLock<Arc<io::Driver>>,
     /// Each worker's counters, and those of other threads (`metrics.rs`).

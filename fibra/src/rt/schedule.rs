@@ -92,11 +92,32 @@ fn hint_retainer(ctx: Option<&WorkerCtx>, task: &TaskRef) {
 pub(crate) fn requeue(task: TaskRef) {
     if task.header().is_parasite() {
         inflate(task);
-    } else if crate::coop::exhausted() {
+        return;
+    }
+    let task = match gather(task) {
+        Ok(()) => return,
+        Err(task) => task,
+    };
+    if crate::coop::exhausted() {
         Shared::schedule_budget_yield(task);
     } else {
         let _ = Shared::schedule_yield(task);
     }
+}
+
+/// A task whose turn ended with it runnable and that kept finding locks
+/// held by another worker's tasks goes to that worker (`gather.rs`);
+/// `Err` gives it back to queue here.
+#[inline]
+fn gather(task: TaskRef) -> Result<(), TaskRef> {
+    let (contended, holder) = crate::loom::take_contention();
+    if contended < super::gather::GATHER_MIN {
+        return Err(task);
+    }
+    with_current(|ctx| match ctx {
+        Some(ctx) if Arc::ptr_eq(&ctx.shared, task.shared()) => ctx.gather(task, holder),
+        _ => Err(task),
+    })
 }
 
 /// A parasite (`spawn_eager`) turned out long-running: one of its polls

@@ -360,6 +360,24 @@ impl WorkerCtx {
         self.shared.inboxes[self.index].take_all(|t| self.schedule_next_here(t));
     }
 
+    /// A task whose turn here ended with it runnable, after its locks kept
+    /// being held by `holder`: handed to that worker if it is a lower one
+    /// of this runtime (`gather.rs`); `Err` gives back an entry to queue
+    /// here (the task, or another if that worker sleeps).
+    #[cold]
+    pub(crate) fn gather(&self, task: TaskRef, holder: u32) -> Result<(), TaskRef> {
+        let workers = self.shared.parkers.len();
+        let Some(j) = self.shared.lock_tags.target(holder, self.index, workers) else {
+            return Err(task);
+        };
+        self.count(super::metrics::Count::Gathered);
+        crate::trace::event!(worker = self.index, to = j, "gather");
+        match self.shared.hand_over(j, task) {
+            None => Ok(()),
+            Some(back) => Err(back),
+        }
+    }
+
     /// A parasite inflated here: the next `EAGER_PENALTY` `spawn_eager`
     /// calls here spawn ordinary tasks.
     pub(crate) fn penalize_eager(&self) {
@@ -404,20 +422,22 @@ impl WorkerCtx {
 
     /// Makes this the current thread's worker for the duration of `f`.
     pub(crate) fn enter<R>(&self, f: impl FnOnce() -> R) -> R {
-        struct Reset(*const WorkerCtx);
+        struct Reset(*const WorkerCtx, u32);
         impl Drop for Reset {
             fn drop(&mut self) {
                 CURRENT.with(|c| c.set(self.0));
+                crate::loom::set_lock_tag(self.1);
                 crate::op::forbid_blocking(None);
             }
         }
         let prev = CURRENT.with(|c| c.replace(self));
+        let prev_tag = crate::loom::set_lock_tag(self.shared.lock_tags.of(self.index));
         crate::op::forbid_blocking(Some(
             "fibra: a blocking call (`.perform()`, `*_blocking`, `fibra::block_on`) on a fibra \
              runtime worker thread would stall every task on this worker; use `.await` instead \
              (or move the blocking work to `fibra::spawn_blocking`)",
         ));
-        let _reset = Reset(prev);
+        let _reset = Reset(prev, prev_tag);
         f()
     }
 
@@ -695,6 +715,8 @@ impl WorkerCtx {
     fn run_task(&self, task: TaskRef) {
         self.count(super::metrics::Count::Polls);
         crate::coop::reset();
+        // Counted per turn (`gather.rs`).
+        crate::loom::take_contention();
         let idle = crate::trace::in_span!(
             "poll",
             { task_id = task.id(), worker = self.index },

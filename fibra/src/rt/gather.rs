@@ -1,0 +1,182 @@
+//! Gathering: tasks that contend for the same locks from two workers move
+//! to one of them.
+//!
+//! Two tasks that never wait for each other (two producers filling one
+//! buffered channel, a task retrying a `select` with `else` against its
+//! partner) are never woken by each other either, so the hand-offs that
+//! gather partners (`next`, `inbox.rs`) never bring them together: once
+//! an idle worker steals one of them, they run on two cores, and every
+//! operation on what they share moves its cache lines across cores (about a
+//! microsecond each on this project's machines) and often finds its lock
+//! held. On one worker they would take turns at a fraction of the cost.
+//!
+//! Every [`Lock`](crate::loom::Lock) word holds its holder's tag, which
+//! names the worker (of which runtime) whose thread holds it. An acquisition
+//! that finds the lock held counts, per task turn, and remembers the
+//! holder (`crate::loom::take_contention`). A task whose turn ends with it
+//! runnable (it yielded, or the cooperative budget made it yield) after at
+//! least [`GATHER_MIN`] such acquisitions, the last against a worker of the
+//! same runtime with a lower index, is handed to that worker
+//! (`Shared::hand_over`: its inbox, then its `next` slot, where thieves do
+//! not take it) instead of being queued here. Tasks move only downwards,
+//! so two contending tasks never swap places: they end on the lower worker
+//! of the two, and the other worker, left with nothing it may steal, parks.
+//!
+//! Tasks with parallel work are left alone: a task that computes between
+//! its operations rarely finds a lock held (the holder's critical section
+//! is a few instructions), and one that blocks is placed by its wakes.
+//!
+//! A tag is `base | (index + 1)`, `base` a per-runtime multiple of 2^16
+//! from a global counter; threads that are no worker write
+//! [`OTHER_THREAD`](crate::loom::OTHER_THREAD) (base 0). The counter wraps
+//! after 65,535 runtimes: two live runtimes may then share a base, and a
+//! task may be handed to a worker of its own runtime whose namesake in the
+//! other runtime held the lock. That misplaces a task, nothing more.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// Contended acquisitions in one turn that move a task (one could be a
+/// coincidence; a producer on a shared channel contends many times in its
+/// 128 operations).
+pub(crate) const GATHER_MIN: u32 = 4;
+
+/// Workers' tag bits per runtime.
+const INDEX_BITS: u32 = 16;
+
+/// The next runtime's base (shifted by `INDEX_BITS`); starts at 1, as base
+/// 0 is the other threads'.
+static NEXT_BASE: AtomicU32 = AtomicU32::new(1);
+
+/// A runtime's part of its workers' lock tags.
+pub(crate) struct TagBase(u32);
+
+impl TagBase {
+    pub(crate) fn new() -> Self {
+        // Relaxed: only distinct values matter. Wraps (module docs); a
+        // base of 0 is skipped.
+        let n = NEXT_BASE.fetch_add(1, Ordering::Relaxed) & 0xffff;
+        Self(n.max(1) << INDEX_BITS)
+    }
+
+    /// The lock tag of worker `index`.
+    pub(crate) fn of(&self, index: usize) -> u32 {
+        // At most 2^16 - 1 workers take distinct tags; others share the
+        // last (a misplaced task at worst: module docs).
+        let slot = (index + 1).min((1 << INDEX_BITS) - 1) as u32;
+        self.0 | slot
+    }
+
+    /// Where worker `me` of this runtime, of `workers`, hands a task whose
+    /// turn found a lock held last by `holder`: a worker of this runtime
+    /// with a lower index.
+    pub(crate) fn target(&self, holder: u32, me: usize, workers: usize) -> Option<usize> {
+        if holder >> INDEX_BITS != self.0 >> INDEX_BITS {
+            return None;
+        }
+        let j = (holder & ((1 << INDEX_BITS) - 1)).checked_sub(1)? as usize;
+        (j < me && j < workers).then_some(j)
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::TagBase;
+    use crate::loom::{Lock, OTHER_THREAD};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+    use std::time::{Duration, Instant};
+
+    /// Spins until `done()`, failing the test after five seconds.
+    fn spin_until(what: &str, done: impl Fn() -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !done() {
+            assert!(Instant::now() < deadline, "timed out waiting for {what}");
+            std::hint::spin_loop();
+        }
+    }
+
+    /// The worker running the current task.
+    fn here() -> usize {
+        // SAFETY: called from a task's poll, inside its worker's `enter`.
+        unsafe { crate::rt::worker::current_ptr().as_ref() }
+            .expect("on a worker")
+            .index
+    }
+
+    #[test]
+    fn a_task_that_keeps_finding_a_lower_workers_lock_held_moves_there() {
+        const ROUNDS: u32 = super::GATHER_MIN + 2;
+        let rt = crate::Runtime::builder().workers(2).build().unwrap();
+        let lock = Arc::new(Lock::new(()));
+        let arrived = Arc::new(AtomicUsize::new(0));
+        // Round `r` of the lower task holds the lock (`held == r`); the
+        // upper one has taken it after (`taken == r`).
+        let held = Arc::new(AtomicU32::new(0));
+        let taken = Arc::new(AtomicU32::new(0));
+        let (report, reports) = std::sync::mpsc::channel();
+        for _ in 0..2 {
+            let (lock, arrived, held, taken, report) = (
+                lock.clone(),
+                arrived.clone(),
+                held.clone(),
+                taken.clone(),
+                report.clone(),
+            );
+            rt.spawn(async move {
+                // Both spin here until both run: on the two workers, at once.
+                arrived.fetch_add(1, Ordering::SeqCst);
+                spin_until("both tasks", || arrived.load(Ordering::SeqCst) == 2);
+                let me = here();
+                if me == 0 {
+                    // The lower worker's task holds the lock, round by round.
+                    for r in 1..=ROUNDS {
+                        let guard = lock.lock();
+                        held.store(r, Ordering::SeqCst);
+                        std::thread::sleep(Duration::from_millis(2));
+                        drop(guard);
+                        spin_until("the upper task's round", || {
+                            taken.load(Ordering::SeqCst) == r
+                        });
+                    }
+                    // Ends its turn once the other was handed here.
+                    // SAFETY: as in `here`.
+                    let shared = &unsafe { &*crate::rt::worker::current_ptr() }.shared;
+                    spin_until("the hand-over", || !shared.inboxes[0].is_empty());
+                    report.send(("lower", me)).unwrap();
+                } else {
+                    // The upper one finds it held every round...
+                    for r in 1..=ROUNDS {
+                        spin_until("the lower task's round", || {
+                            held.load(Ordering::SeqCst) == r
+                        });
+                        drop(lock.lock());
+                        taken.store(r, Ordering::SeqCst);
+                    }
+                    // ...so its yield hands it to the lower worker.
+                    crate::yield_now().await;
+                    report.send(("upper, after its yield", here())).unwrap();
+                }
+            });
+        }
+        let mut got: Vec<_> = (0..2)
+            .map(|_| reports.recv_timeout(Duration::from_secs(10)).unwrap())
+            .collect();
+        got.sort();
+        assert_eq!(got, [("lower", 0), ("upper, after its yield", 0)]);
+    }
+
+    #[test]
+    fn a_task_moves_only_down_to_a_worker_of_its_own_runtime() {
+        let (a, b) = (TagBase::new(), TagBase::new());
+        assert_ne!(a.of(0), b.of(0));
+        assert_ne!(a.of(0), 0);
+        assert_eq!(a.target(a.of(0), 1, 2), Some(0));
+        assert_eq!(a.target(a.of(1), 0, 2), None, "never upwards");
+        assert_eq!(a.target(a.of(1), 1, 2), None, "not to itself");
+        assert_eq!(a.target(a.of(2), 3, 4), Some(2));
+        assert_eq!(a.target(b.of(0), 1, 2), None, "another runtime's");
+        assert_eq!(a.target(OTHER_THREAD, 1, 2), None, "no worker's");
+        assert_eq!(a.target(0, 1, 2), None);
+        assert_eq!(a.target(a.of(5), 7, 4), None, "no such worker");
+    }
+}
