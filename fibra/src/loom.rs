@@ -165,7 +165,7 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// acquisition that finds the lock held learns whose thread holds it: the
 /// runtime counts such contention per task turn ([`take_contention`]) and
 /// gathers tasks that contend across workers on one of them
-/// (`rt/worker.rs`, "Gathering").
+/// (`rt/gather.rs`).
 #[cfg(not(loom))]
 pub(crate) struct Lock<T> {
     /// 0 while free, else the holder's tag. Acquire on take pairs with the

@@ -82,6 +82,7 @@ impl TagBase {
 mod tests {
     use super::TagBase;
     use crate::loom::{Lock, OTHER_THREAD};
+    use crate::rt::worker::with_current;
     use std::sync::Arc;
     use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
     use std::time::{Duration, Instant};
@@ -97,10 +98,7 @@ mod tests {
 
     /// The worker running the current task.
     fn here() -> usize {
-        // SAFETY: called from a task's poll, inside its worker's `enter`.
-        unsafe { crate::rt::worker::current_ptr().as_ref() }
-            .expect("on a worker")
-            .index
+        with_current(|ctx| ctx.expect("on a worker").index)
     }
 
     #[test]
@@ -139,9 +137,9 @@ mod tests {
                         });
                     }
                     // Ends its turn once the other was handed here.
-                    // SAFETY: as in `here`.
-                    let shared = &unsafe { &*crate::rt::worker::current_ptr() }.shared;
-                    spin_until("the hand-over", || !shared.inboxes[0].is_empty());
+                    spin_until("the hand-over", || {
+                        with_current(|ctx| !ctx.expect("on a worker").shared.inboxes[0].is_empty())
+                    });
                     report.send(("lower", me)).unwrap();
                 } else {
                     // The upper one finds it held every round...
