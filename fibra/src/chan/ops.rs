@@ -145,6 +145,10 @@ impl<T> Op for RecvOp<'_, T> {
     // Committed by its partners, never woken to look again.
     fn repoll(self: Pin<&mut Self>, _cx: BlockCx<'_>) {}
 
+    fn looks_again(&self) -> bool {
+        false
+    }
+
     // Always inline, as `try_or_publish`; the rest is `recv_now_slow`.
     #[inline(always)]
     fn try_now(self: Pin<&mut Self>) -> Option<Self::Output> {
@@ -333,6 +337,10 @@ impl<T> Op for SendOp<'_, T> {
 
     // Committed by its partners, never woken to look again.
     fn repoll(self: Pin<&mut Self>, _cx: BlockCx<'_>) {}
+
+    fn looks_again(&self) -> bool {
+        false
+    }
 
     // Always inline, as `try_or_publish`; the rest is `send_now_slow`.
     #[inline(always)]

@@ -102,6 +102,7 @@ macro_rules! branch_step {
 
 branch_step!(look Leaves -> usize, |op| op.leaves());
 branch_step!(look CommitsRemotely -> bool, |op| op.commits_remotely());
+branch_step!(look LooksAgain -> bool, |op| op.looks_again());
 branch_step!(look TryLeavesNothing -> bool, |op| op.try_leaves_nothing());
 branch_step!(call Prepare() -> (), |self, op| op.prepare());
 branch_step!(call TryNow() -> Option<T>, |self, op| op.try_now());
@@ -239,6 +240,10 @@ impl<B: Branches> Op for Choose<B> {
 
     fn commits_remotely(&self) -> bool {
         (0..self.branches.count()).any(|i| self.branches.look(i, CommitsRemotely))
+    }
+
+    fn looks_again(&self) -> bool {
+        (0..self.branches.count()).any(|i| self.branches.look(i, LooksAgain))
     }
 
     // Known at compile time for arrays and tuples of leaf ops (each
@@ -414,6 +419,10 @@ impl<T> Op for BoxOp<'_, T> {
 
     fn commits_remotely(&self) -> bool {
         self.0.commits_remotely()
+    }
+
+    fn looks_again(&self) -> bool {
+        self.0.looks_again()
     }
 
     fn try_leaves_nothing(&self) -> bool {

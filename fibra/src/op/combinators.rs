@@ -37,6 +37,10 @@ impl<T> Op for Always<T> {
     // Committed by its partners, never woken to look again.
     fn repoll(self: Pin<&mut Self>, _cx: BlockCx<'_>) {}
 
+    fn looks_again(&self) -> bool {
+        false
+    }
+
     fn try_now(self: Pin<&mut Self>) -> Option<T> {
         self.get_mut().value.take()
     }
@@ -107,6 +111,10 @@ impl<T> Op for Never<T> {
     // Committed by its partners, never woken to look again.
     fn repoll(self: Pin<&mut Self>, _cx: BlockCx<'_>) {}
 
+    fn looks_again(&self) -> bool {
+        false
+    }
+
     fn try_now(self: Pin<&mut Self>) -> Option<T> {
         None
     }
@@ -164,6 +172,10 @@ impl<O: Op, F: FnOnce(O::Output) -> U, U> Op for Wrap<O, F> {
 
     fn commits_remotely(&self) -> bool {
         self.op.commits_remotely()
+    }
+
+    fn looks_again(&self) -> bool {
+        self.op.looks_again()
     }
 
     fn try_leaves_nothing(&self) -> bool {
@@ -291,6 +303,10 @@ impl<F: FnMut() -> O, O: Op> Op for Guard<F, O> {
 
     fn commits_remotely(&self) -> bool {
         self.op.as_ref().is_none_or(Op::commits_remotely)
+    }
+
+    fn looks_again(&self) -> bool {
+        self.op.as_ref().is_none_or(Op::looks_again)
     }
 
     fn prepare(mut self: Pin<&mut Self>) {

@@ -214,6 +214,18 @@ pub trait Op: sealed::Sealed {
         false
     }
 
+    /// Whether [`repoll`](Self::repoll) may do anything: some leaf looks
+    /// again when woken (commits itself, or re-registers its waker with
+    /// its resource). `false` only for ops every leaf of which is committed
+    /// by partners and does nothing in `repoll`: then a blocked op still
+    /// waiting under a waker that wakes the same needs no look at all
+    /// (`choose_all` skips its parts' looks). Asked after `prepare`.
+    /// `true`, the default, is always correct.
+    #[doc(hidden)]
+    fn looks_again(&self) -> bool {
+        true
+    }
+
     /// Optimistic phase: commit now if a partner is ready. Publishes nothing.
     #[doc(hidden)]
     fn try_now(self: Pin<&mut Self>) -> Option<Self::Output>;

@@ -361,6 +361,10 @@ impl<T> Op for JoinOp<'_, T> {
     // Committed by its partners, never woken to look again.
     fn repoll(self: Pin<&mut Self>, _cx: BlockCx<'_>) {}
 
+    fn looks_again(&self) -> bool {
+        false
+    }
+
     fn try_now(self: Pin<&mut Self>) -> Option<Self::Output> {
         self.handle.try_join()
     }

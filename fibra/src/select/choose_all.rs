@@ -40,6 +40,15 @@
 //!   next look with a waker of the same identity has no waker to hand its
 //!   waiting parts. The identity cannot name another waker meanwhile: a
 //!   waiting part holds its waker, so its data stays allocated.
+//! * Parts before `first_open` have committed; a look starts at it. If the
+//!   last full look found that no part from there on looks again when
+//!   woken (`quiet`: every leaf is committed by partners, `Op::
+//!   looks_again`), a look with a waker of the same identity stops at the
+//!   first part still waiting: the parts after it have nothing to do (no
+//!   waker to take, no resource to check), the whole cannot commit yet,
+//!   and that part's partner will wake the same waker when it commits it.
+//!   So a `choose_all` woken once per part that commits looks at each part
+//!   about once in all, not once per wake.
 
 use crate::op::state::{OpState, Seen};
 use crate::op::{BlockCx, Op, sealed::Sealed};
@@ -120,6 +129,8 @@ struct Part<O> {
 pub fn choose_all<O: Op>(ops: impl IntoIterator<Item = O>) -> ChooseAll<O> {
     ChooseAll {
         installed: None,
+        first_open: 0,
+        quiet: false,
         parts: ops
             .into_iter()
             .map(|op| Part {
@@ -149,6 +160,12 @@ pub struct ChooseAll<O: Op> {
     /// The identity of the waker every waiting part holds (module
     /// invariants); `None` before the first look.
     installed: Option<WakerId>,
+    /// Every part before this index has committed (its opstate is
+    /// `SYNCED`, which it stays until the whole finishes).
+    first_open: usize,
+    /// After a look at every part from `first_open` on: none of them looks
+    /// again when woken (`Op::looks_again`).
+    quiet: bool,
 }
 
 /// A waker's identity: its data and vtable pointers, what `Waker::
@@ -251,16 +268,32 @@ impl<O: Op> ChooseAll<O> {
     fn all_committed(&mut self, cx: &BlockCx<'_>) -> bool {
         let id = waker_id(cx.waker);
         let same_waker = self.installed == Some(id);
+        // Only whether each part committed matters: the first one still
+        // waiting answers for the whole (module invariants).
+        let quick = same_waker && self.quiet;
         let mut all = true;
-        for part in self.parts.iter_mut() {
+        let mut quiet = true;
+        for i in self.first_open..self.parts.len() {
+            let part = &mut self.parts[i];
             if part.phase == Phase::Fresh {
                 part.start(cx);
             }
-            // Every part looks (and takes the new waker), even after one
-            // that has not committed.
-            all &= part.committed(cx, same_waker);
+            // Otherwise every part looks (and takes the new waker), even
+            // after one that has not committed.
+            if part.committed(cx, same_waker) {
+                if all {
+                    self.first_open = i + 1;
+                }
+            } else {
+                all = false;
+                if quick {
+                    return false;
+                }
+            }
+            quiet &= !part.op.looks_again();
         }
         self.installed = Some(id);
+        self.quiet = quiet;
         all
     }
 
@@ -354,4 +387,95 @@ impl<O: Op> std::fmt::Debug for ChooseAll<O> {
 
 crate::op::op_into_future! {
     impl[O: Op] ChooseAll<O>;
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::op::BoxOp;
+    use std::future::{Future, IntoFuture};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::task::{Context, Poll, Wake};
+
+    /// Counts its wakes.
+    struct Count(AtomicUsize);
+
+    impl Wake for Count {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    fn counting_waker() -> (Arc<Count>, Waker) {
+        let count = Arc::new(Count(AtomicUsize::new(0)));
+        (count.clone(), Waker::from(count))
+    }
+
+    /// Parts that commit one at a time, out of order, each waking the same
+    /// waker (the looks that stop at the first part still waiting): the
+    /// whole commits with the last, every value in its part's place.
+    #[test]
+    fn parts_committed_one_wake_at_a_time_all_land_in_place() {
+        let chans: Vec<_> = (0..4).map(|_| crate::channel::<usize>()).collect();
+        let (count, waker) = counting_waker();
+        let mut cx = Context::from_waker(&waker);
+        let mut all =
+            std::pin::pin!(choose_all(chans.iter().map(|(_, rx)| rx.recv_op())).into_future());
+        assert!(all.as_mut().poll(&mut cx).is_pending());
+        for (n, i) in [2, 0, 3].into_iter().enumerate() {
+            chans[i].0.try_send(i).unwrap();
+            assert_eq!(count.0.load(Ordering::SeqCst), n + 1);
+            assert!(all.as_mut().poll(&mut cx).is_pending());
+        }
+        chans[1].0.try_send(1).unwrap();
+        let Poll::Ready(got) = all.as_mut().poll(&mut cx) else {
+            panic!("every part committed, the whole did not");
+        };
+        assert_eq!(got, [Ok(0), Ok(1), Ok(2), Ok(3)]);
+    }
+
+    /// A part that looks again when woken (here a future, polled by its
+    /// op) is looked at when its wake comes, even behind a part still
+    /// waiting: it commits on its own, as the parts' docs say.
+    #[test]
+    fn a_part_that_looks_again_is_looked_at_behind_a_waiting_part() {
+        let (tx, rx) = crate::channel::<usize>();
+        let polls = AtomicUsize::new(0);
+        let ready = std::sync::atomic::AtomicBool::new(false);
+        let looker = std::future::poll_fn(|_| {
+            polls.fetch_add(1, Ordering::SeqCst);
+            if ready.load(Ordering::SeqCst) {
+                Poll::Ready(1)
+            } else {
+                Poll::Pending
+            }
+        });
+        let parts: Vec<BoxOp<'_, usize>> = vec![
+            rx.recv_op().wrap(Result::unwrap).boxed(),
+            crate::op::from_future(looker).boxed(),
+        ];
+        let (_, waker) = counting_waker();
+        let mut cx = Context::from_waker(&waker);
+        let mut all = std::pin::pin!(choose_all(parts).into_future());
+        assert!(all.as_mut().poll(&mut cx).is_pending());
+        let first = polls.load(Ordering::SeqCst);
+        assert!(first >= 1);
+        // Woken for the looker (its future's waker is ours): the channel
+        // part still waits, the looker is polled and commits.
+        ready.store(true, Ordering::SeqCst);
+        assert!(all.as_mut().poll(&mut cx).is_pending());
+        let second = polls.load(Ordering::SeqCst);
+        assert!(second > first, "the looker was not looked at");
+        tx.try_send(0).unwrap();
+        let Poll::Ready(got) = all.as_mut().poll(&mut cx) else {
+            panic!("every part committed, the whole did not");
+        };
+        assert_eq!(got, [0, 1]);
+        assert_eq!(
+            polls.load(Ordering::SeqCst),
+            second,
+            "a committed part looked again"
+        );
+    }
 }

@@ -235,6 +235,10 @@ impl Op for BarrierWaitOp<'_> {
     // Committed by its partners, never woken to look again.
     fn repoll(self: Pin<&mut Self>, _cx: BlockCx<'_>) {}
 
+    fn looks_again(&self) -> bool {
+        false
+    }
+
     fn try_now(self: Pin<&mut Self>) -> Option<BarrierWaitResult> {
         let b = self.barrier;
         let wakers = b.fill(&mut b.state.lock())?;

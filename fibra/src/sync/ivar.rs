@@ -328,6 +328,10 @@ impl<'a, T> Op for GetRefOp<'a, T> {
     // Committed by its partners, never woken to look again.
     fn repoll(self: Pin<&mut Self>, _cx: BlockCx<'_>) {}
 
+    fn looks_again(&self) -> bool {
+        false
+    }
+
     // A try only loads the state.
     fn try_leaves_nothing(&self) -> bool {
         true

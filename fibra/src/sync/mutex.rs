@@ -402,6 +402,10 @@ impl<'a, T> Op for LockOp<'a, T> {
     // Committed by its partners, never woken to look again.
     fn repoll(self: Pin<&mut Self>, _cx: BlockCx<'_>) {}
 
+    fn looks_again(&self) -> bool {
+        false
+    }
+
     fn try_now(self: Pin<&mut Self>) -> Option<Self::Output> {
         let mutex = self.mutex;
         mutex.try_take().then(|| MutexGuard::new(mutex))

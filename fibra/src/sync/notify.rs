@@ -273,6 +273,10 @@ impl Op for NotifiedOp<'_> {
     // Committed by its partners, never woken to look again.
     fn repoll(self: Pin<&mut Self>, _cx: BlockCx<'_>) {}
 
+    fn looks_again(&self) -> bool {
+        false
+    }
+
     fn try_now(self: Pin<&mut Self>) -> Option<()> {
         self.notify.take_permit().then_some(())
     }

@@ -617,6 +617,10 @@ macro_rules! lock_op {
             // Committed by its partners, never woken to look again.
             fn repoll(self: Pin<&mut Self>, _cx: BlockCx<'_>) {}
 
+            fn looks_again(&self) -> bool {
+                false
+            }
+
             fn try_now(self: Pin<&mut Self>) -> Option<Self::Output> {
                 self.0.try_now().then(|| $guard::new(self.0.lock))
             }

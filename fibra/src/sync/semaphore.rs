@@ -477,6 +477,10 @@ impl<'a> Op for AcquireOp<'a> {
     // Committed by its partners, never woken to look again.
     fn repoll(self: Pin<&mut Self>, _cx: BlockCx<'_>) {}
 
+    fn looks_again(&self) -> bool {
+        false
+    }
+
     fn try_now(self: Pin<&mut Self>) -> Option<Self::Output> {
         let sem = self.sem;
         match sem.take_permit() {

@@ -128,6 +128,10 @@ impl Op for After {
     // Committed by its partners, never woken to look again.
     fn repoll(self: Pin<&mut Self>, _cx: BlockCx<'_>) {}
 
+    fn looks_again(&self) -> bool {
+        false
+    }
+
     fn try_now(self: Pin<&mut Self>) -> Option<()> {
         (Instant::now() >= self.deadline).then_some(())
     }
