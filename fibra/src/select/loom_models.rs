@@ -34,6 +34,24 @@ fn loom_wait_until_and_acquires_both_clauses() {
 }
 
 #[test]
+fn loom_choose_all_commits_once_every_part_has() {
+    // Two receive parts, committed by two senders at any moment; the owner
+    // looks between their commits with the same waker every time (a look
+    // that stops at the first part still waiting). It returns once, with
+    // each value in its part's place.
+    model(|| {
+        let (tx_a, rx_a) = crate::channel::<u32>();
+        let (tx_b, rx_b) = crate::channel::<u32>();
+        let ta = thread::spawn(move || tx_a.send_blocking(1).unwrap());
+        let tb = thread::spawn(move || tx_b.send_blocking(2).unwrap());
+        let got = crate::choose_all([rx_a.recv_op(), rx_b.recv_op()]).perform();
+        assert_eq!(got, [Ok(1), Ok(2)]);
+        ta.join().unwrap();
+        tb.join().unwrap();
+    });
+}
+
+#[test]
 fn loom_wait_until_or_takes_one_value_and_leaves_the_other() {
     // `a or b` over two channels, both written concurrently: exactly one
     // value is taken; the other stays in its channel.
