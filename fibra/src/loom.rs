@@ -205,6 +205,13 @@ pub(crate) fn set_lock_tag(tag: u32) -> u32 {
 }
 
 /// How many [`Lock`] acquisitions of this thread found the lock held since
+/// the last [`take_contention`], leaving the count as it is (tests).
+#[cfg(all(test, not(loom)))]
+pub(crate) fn contention_count() -> u32 {
+    CONTENTION.with(|c| c.get().0)
+}
+
+/// How many [`Lock`] acquisitions of this thread found the lock held since
 /// the last call, and the holder's tag last found; starts the count again.
 /// (Under loom, where a `Lock` is loom's `Mutex`, never any.)
 #[inline]

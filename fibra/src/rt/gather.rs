@@ -84,7 +84,7 @@ mod tests {
     use crate::loom::{Lock, OTHER_THREAD};
     use crate::rt::worker::with_current;
     use std::sync::Arc;
-    use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+    use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
     use std::time::{Duration, Instant};
 
     /// Spins until `done()`, failing the test after five seconds.
@@ -103,7 +103,9 @@ mod tests {
 
     #[test]
     fn a_task_that_keeps_finding_a_lower_workers_lock_held_moves_there() {
-        const ROUNDS: u32 = super::GATHER_MIN + 2;
+        // Rounds go on until the upper task found the lock held often
+        // enough (a round it was descheduled through finds it free).
+        const MAX_ROUNDS: u32 = 1000;
         let rt = crate::Runtime::builder().workers(2).build().unwrap();
         let lock = Arc::new(Lock::new(()));
         let arrived = Arc::new(AtomicUsize::new(0));
@@ -111,13 +113,15 @@ mod tests {
         // upper one has taken it after (`taken == r`).
         let held = Arc::new(AtomicU32::new(0));
         let taken = Arc::new(AtomicU32::new(0));
+        let enough = Arc::new(AtomicBool::new(false));
         let (report, reports) = std::sync::mpsc::channel();
         for _ in 0..2 {
-            let (lock, arrived, held, taken, report) = (
+            let (lock, arrived, held, taken, enough, report) = (
                 lock.clone(),
                 arrived.clone(),
                 held.clone(),
                 taken.clone(),
+                enough.clone(),
                 report.clone(),
             );
             rt.spawn(async move {
@@ -127,7 +131,7 @@ mod tests {
                 let me = here();
                 if me == 0 {
                     // The lower worker's task holds the lock, round by round.
-                    for r in 1..=ROUNDS {
+                    for r in 1..=MAX_ROUNDS {
                         let guard = lock.lock();
                         held.store(r, Ordering::SeqCst);
                         std::thread::sleep(Duration::from_millis(2));
@@ -135,6 +139,9 @@ mod tests {
                         spin_until("the upper task's round", || {
                             taken.load(Ordering::SeqCst) == r
                         });
+                        if enough.load(Ordering::SeqCst) {
+                            break;
+                        }
                     }
                     // Ends its turn once the other was handed here.
                     spin_until("the hand-over", || {
@@ -142,14 +149,21 @@ mod tests {
                     });
                     report.send(("lower", me)).unwrap();
                 } else {
-                    // The upper one finds it held every round...
-                    for r in 1..=ROUNDS {
+                    // The upper one finds it held, round after round...
+                    for r in 1..=MAX_ROUNDS {
                         spin_until("the lower task's round", || {
                             held.load(Ordering::SeqCst) == r
                         });
                         drop(lock.lock());
+                        if crate::loom::contention_count() >= super::GATHER_MIN {
+                            enough.store(true, Ordering::SeqCst);
+                        }
                         taken.store(r, Ordering::SeqCst);
+                        if enough.load(Ordering::SeqCst) {
+                            break;
+                        }
                     }
+                    assert!(enough.load(Ordering::SeqCst), "never found the lock held");
                     // ...so its yield hands it to the lower worker.
                     crate::yield_now().await;
                     report.send(("upper, after its yield", here())).unwrap();
