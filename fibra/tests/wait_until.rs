@@ -678,11 +678,35 @@ fn dropping_choose_all_withdraws_waiting_parts_and_gives_committed_ones_back() {
     drop(tx_a);
 }
 
-/// A `choose_all` polled again with the same waker keeps the one its
-/// parts hold; polled with another, its waiting parts take the new one:
-/// a partner's commit wakes the waker of the latest poll only.
+/// A `choose_all` of two parts polled again with the same waker keeps the
+/// one its parts hold; polled with another, its waiting part takes the new
+/// one: a partner's commit wakes the waker of the latest poll only.
 #[test]
 fn choose_all_wakes_the_waker_of_its_latest_poll() {
+    let (tx_a, rx_a) = bounded::<u32>(0);
+    let (tx_b, rx_b) = bounded::<u32>(0);
+    let (first, first_count) = common::WakeCounter::new();
+    let (second, second_count) = common::WakeCounter::new();
+    let mut all = pin!(choose_all([rx_a.recv_op(), rx_b.recv_op()]).into_future());
+    assert!(common::poll_with(all.as_mut(), &first).is_pending());
+    // The same waker again (a clone: same identity): nothing to hand over.
+    assert!(common::poll_with(all.as_mut(), &first.clone()).is_pending());
+    assert_eq!(tx_a.try_send(1), Ok(()));
+    assert_eq!((first_count.count(), second_count.count()), (1, 0));
+    // Another waker: the part still waiting takes it.
+    assert!(common::poll_with(all.as_mut(), &second).is_pending());
+    assert_eq!(tx_b.try_send(2), Ok(()));
+    assert_eq!((first_count.count(), second_count.count()), (1, 1));
+    assert_eq!(
+        common::poll_with(all.as_mut(), &second),
+        Poll::Ready(vec![Ok(1), Ok(2)])
+    );
+}
+
+/// With three parts or more committed by partners only, the task is woken
+/// once, by the last commit, with the waker of its latest poll.
+#[test]
+fn choose_all_of_many_parts_wakes_once_with_its_latest_waker() {
     let (tx_a, rx_a) = bounded::<u32>(0);
     let (tx_b, rx_b) = bounded::<u32>(0);
     let (tx_c, rx_c) = bounded::<u32>(0);
@@ -690,20 +714,17 @@ fn choose_all_wakes_the_waker_of_its_latest_poll() {
     let (second, second_count) = common::WakeCounter::new();
     let mut all = pin!(choose_all([rx_a.recv_op(), rx_b.recv_op(), rx_c.recv_op()]).into_future());
     assert!(common::poll_with(all.as_mut(), &first).is_pending());
-    // The same waker again (a clone: same identity): nothing to hand over.
-    assert!(common::poll_with(all.as_mut(), &first.clone()).is_pending());
     assert_eq!(tx_a.try_send(1), Ok(()));
-    assert_eq!((first_count.count(), second_count.count()), (1, 0));
-    // Another waker: the two parts still waiting take it.
     assert!(common::poll_with(all.as_mut(), &second).is_pending());
     assert_eq!(tx_b.try_send(2), Ok(()));
-    assert_eq!((first_count.count(), second_count.count()), (1, 1));
-    // Back to the first: the last part takes it again.
+    assert_eq!((first_count.count(), second_count.count()), (0, 0));
+    // Back to the first, then the second again: the last commit wakes it.
     assert!(common::poll_with(all.as_mut(), &first).is_pending());
+    assert!(common::poll_with(all.as_mut(), &second).is_pending());
     assert_eq!(tx_c.try_send(3), Ok(()));
-    assert_eq!((first_count.count(), second_count.count()), (2, 1));
+    assert_eq!((first_count.count(), second_count.count()), (0, 1));
     assert_eq!(
-        common::poll_with(all.as_mut(), &first),
+        common::poll_with(all.as_mut(), &second),
         Poll::Ready(vec![Ok(1), Ok(2), Ok(3)])
     );
 }

@@ -303,6 +303,17 @@ impl OpState {
         self.state.store(synced(leaf), Ordering::Release);
     }
 
+    /// Owner, after it saw `SYNCED`: takes the waker out if the opstate
+    /// still holds it, which it does only if the owner committed it itself
+    /// (a remote takes the waker while `BUSY`, before it stores `SYNCED`).
+    pub(crate) fn take_waker_synced(&self) -> Option<Waker> {
+        debug_assert!(matches!(self.load(), Seen::Synced(_)));
+        // SAFETY: `SYNCED` is final and every remote finished with the
+        // waker before storing it (`finish_remote`, `finish_plain`; our
+        // Acquire `load` saw that store): nobody else touches the cell.
+        self.waker.with_mut(|w| unsafe { (*w).take() })
+    }
+
     /// Remote: try `W -> BUSY(leaf)`. AcqRel on success: Acquire to see the
     /// owner's waker and payload slot (published via `unclaim`/the queue lock),
     /// Release is harmless. Acquire on failure is not needed: we only decide.

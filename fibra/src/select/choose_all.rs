@@ -34,8 +34,9 @@
 //!   is `SYNCED`; its `finish` then finishes every part.
 //! * After a look at every part (`all_committed`), every part still
 //!   waiting holds a waker that wakes the same as that look's (`Waker::
-//!   will_wake`): a part started then took that waker, and a waiting part
-//!   took it (`update_waker`), or held one that wakes the same. `installed`
+//!   will_wake`), or the gate's (below): a part started then took that
+//!   waker, and a waiting part took it (`update_waker`), or held one that
+//!   wakes the same. `installed`
 //!   is the identity (data and vtable pointers) of that look's waker; the
 //!   next look with a waker of the same identity has no waker to hand its
 //!   waiting parts. The identity cannot name another waker meanwhile: a
@@ -49,11 +50,90 @@
 //!   and that part's partner will wake the same waker when it commits it.
 //!   So a `choose_all` woken once per part that commits looks at each part
 //!   about once in all, not once per wake.
+//!
+//! # Gated parts
+//!
+//! With at least [`GATE_MIN`] parts, a part that only partners commit
+//! (`Op::commits_remotely` and not `Op::looks_again`: channel ops, joins,
+//! semaphores) gets the waker of the `choose_all`'s [`Gate`] instead of
+//! the task's, so the task is not woken (and polled) for every commit but
+//! once, for the last. The gate is made when the first such part starts,
+//! holding the task's waker and a count of the parts from that one on.
+//! Every one of them is counted exactly once:
+//!
+//! * a gated part a partner commits: by that partner, when it wakes the
+//!   waker it took out of the part's opstate (`finish_remote`, the only
+//!   wake an opstate's waker gets);
+//! * a gated part the owner commits itself in its block phase: by the
+//!   owner, which finds the gate's waker still in the `SYNCED` opstate (a
+//!   partner would have taken it: `OpState::take_waker_synced`);
+//! * any other part: by the owner, when it starts it (its own waker wakes
+//!   the task).
+//!
+//! A partner whose count is the last wakes the task's waker as the gate
+//! holds it; a look whose waker changed stores the new one in the gate
+//! before it looks at any part, so a last count that read the old one
+//! happened before the look, which then sees every gated part `SYNCED`
+//! (each partner stores `SYNCED` before its count, and the counts are
+//! `AcqRel`). If the owner's own count is the last, no partner wakes the
+//! task: the look goes round again, and finds every gated part `SYNCED`.
+//! A gated part's waker is never replaced (`update_waker`): the gate's
+//! does not change. Its count goes to zero at most once; a `choose_all`
+//! that loses or is dropped leaves it above zero, and the wakers its
+//! parts' opstates still hold are dropped with them.
 
+use crate::loom::{AtomicUsize, Lock, Ordering};
 use crate::op::state::{OpState, Seen};
 use crate::op::{BlockCx, Op, sealed::Sealed};
 use std::pin::Pin;
-use std::task::Waker;
+use std::sync::Arc;
+use std::task::{Wake, Waker};
+
+/// Parts at least this many: the parts that only partners commit wake the
+/// task through a [`Gate`] (module docs, "Gated parts").
+const GATE_MIN: usize = 3;
+
+/// The waker a `choose_all`'s gated parts hold (module docs, "Gated
+/// parts"): counts commits down and wakes the task at the last.
+struct Gate {
+    /// Parts not counted yet: every part from the one whose start made
+    /// the gate on is counted once, a gated part when it commits (by its
+    /// partner's wake of this gate, or by the owner if it committed the
+    /// part itself), any other part by the owner when it starts it.
+    left: AtomicUsize,
+    /// The task's waker as of the owner's last look.
+    task: Lock<Option<Waker>>,
+}
+
+impl Gate {
+    /// Counts one part; whether it was the last.
+    fn count(&self) -> bool {
+        // AcqRel: each gated part's `SYNCED` store comes before its count,
+        // and the last count acquires them all before it wakes the task.
+        self.left.fetch_sub(1, Ordering::AcqRel) == 1
+    }
+
+    /// A partner committed a gated part: counts it, and at the last wakes
+    /// the task with the waker of the owner's last look.
+    fn count_remote(&self) {
+        if self.count() {
+            let task = self.task.lock().clone();
+            if let Some(task) = task {
+                task.wake();
+            }
+        }
+    }
+}
+
+impl Wake for Gate {
+    fn wake(self: Arc<Self>) {
+        self.count_remote();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.count_remote();
+    }
+}
 
 /// Where a part is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -73,6 +153,8 @@ struct Part<O> {
     phase: Phase,
     /// Whether the part's opstate holds a waker (`Op::commits_remotely`).
     remote: bool,
+    /// Whether that waker is the `choose_all`'s gate (module docs).
+    gated: bool,
 }
 
 /// Performs every op and yields every result, in the order of the ops (the
@@ -131,6 +213,7 @@ pub fn choose_all<O: Op>(ops: impl IntoIterator<Item = O>) -> ChooseAll<O> {
         installed: None,
         first_open: 0,
         quiet: false,
+        gate: None,
         parts: ops
             .into_iter()
             .map(|op| Part {
@@ -138,6 +221,7 @@ pub fn choose_all<O: Op>(ops: impl IntoIterator<Item = O>) -> ChooseAll<O> {
                 state: OpState::new(),
                 phase: Phase::Fresh,
                 remote: true,
+                gated: false,
             })
             .collect(),
     }
@@ -166,6 +250,8 @@ pub struct ChooseAll<O: Op> {
     /// After a look at every part from `first_open` on: none of them looks
     /// again when woken (`Op::looks_again`).
     quiet: bool,
+    /// The gate, and a waker of it, once a part is gated (module docs).
+    gate: Option<(Arc<Gate>, Waker)>,
 }
 
 /// A waker's identity: its data and vtable pointers, what `Waker::
@@ -197,12 +283,35 @@ impl<O: Op> Part<O> {
 
     /// Performs the part up to its block phase (`Perform::poll`'s first
     /// poll, less the try phase: a part's result must wait for the whole).
-    fn start(&mut self, cx: &BlockCx<'_>) {
+    /// With `GATING` (the `choose_all` has at least [`GATE_MIN`] parts), a
+    /// part that only partners commit holds the gate's waker instead of
+    /// the task's, the gate made now if it is the first such part, counting
+    /// the parts from this one on (`uncounted`). Returns whether the
+    /// owner's count of this part was the gate's last.
+    fn start<const GATING: bool>(
+        &mut self,
+        cx: &BlockCx<'_>,
+        gate: &mut Option<(Arc<Gate>, Waker)>,
+        uncounted: usize,
+    ) -> bool {
         let (mut op, state, phase, remote) = self.project();
         op.as_mut().prepare();
         *remote = op.commits_remotely();
+        let gated = GATING && *remote && !op.looks_again();
         if *remote {
-            state.set_waker_unpublished(cx.waker.clone());
+            let waker = if gated {
+                let (_, gate_waker) = gate.get_or_insert_with(|| {
+                    let made = Arc::new(Gate {
+                        left: AtomicUsize::new(uncounted),
+                        task: Lock::new(Some(cx.waker.clone())),
+                    });
+                    (made.clone(), Waker::from(made))
+                });
+                gate_waker.clone()
+            } else {
+                cx.waker.clone()
+            };
+            state.set_waker_unpublished(waker);
         }
         *phase = Phase::Blocked;
         op.block(BlockCx {
@@ -211,6 +320,18 @@ impl<O: Op> Part<O> {
             waker: cx.waker,
             exclusive: !*remote,
         });
+        self.gated = gated;
+        let Some((gate, _)) = gate.as_ref().filter(|_| GATING) else {
+            return false;
+        };
+        if !gated {
+            return gate.count();
+        }
+        // Committed by ourselves in `block` (the opstate kept the gate's
+        // waker, which a partner would have taken): ours to count.
+        matches!(self.state.load(), Seen::Synced(_))
+            && self.state.take_waker_synced().is_some()
+            && gate.count()
     }
 
     /// A later look at a blocked part: whether it committed. If not, it
@@ -266,35 +387,63 @@ impl<O: Op> Part<O> {
 impl<O: Op> ChooseAll<O> {
     /// Whether every part committed; starts the parts not started yet.
     fn all_committed(&mut self, cx: &BlockCx<'_>) -> bool {
+        // Two copies: the one without a gate keeps none of its code.
+        if self.parts.len() >= GATE_MIN {
+            self.look::<true>(cx)
+        } else {
+            self.look::<false>(cx)
+        }
+    }
+
+    /// `all_committed`, with a gate if `GATING`.
+    fn look<const GATING: bool>(&mut self, cx: &BlockCx<'_>) -> bool {
         let id = waker_id(cx.waker);
         let same_waker = self.installed == Some(id);
+        if GATING
+            && !same_waker
+            && let Some((gate, _)) = &self.gate
+        {
+            // Before the look: a last count that woke the old waker came
+            // before this store, and the look sees its part `SYNCED`.
+            *gate.task.lock() = Some(cx.waker.clone());
+        }
         // Only whether each part committed matters: the first one still
         // waiting answers for the whole (module invariants).
         let quick = same_waker && self.quiet;
-        let mut all = true;
-        let mut quiet = true;
-        for i in self.first_open..self.parts.len() {
-            let part = &mut self.parts[i];
-            if part.phase == Phase::Fresh {
-                part.start(cx);
-            }
-            // Otherwise every part looks (and takes the new waker), even
-            // after one that has not committed.
-            if part.committed(cx, same_waker) {
-                if all {
-                    self.first_open = i + 1;
+        loop {
+            let mut all = true;
+            let mut quiet = true;
+            let mut counted_last = false;
+            for i in self.first_open..self.parts.len() {
+                let uncounted = self.parts.len() - i;
+                let part = &mut self.parts[i];
+                if part.phase == Phase::Fresh {
+                    counted_last |= part.start::<GATING>(cx, &mut self.gate, uncounted);
                 }
-            } else {
-                all = false;
-                if quick {
-                    return false;
+                // Otherwise every part looks (and takes the new waker,
+                // unless it holds the gate's), even after one that has not
+                // committed.
+                if part.committed(cx, same_waker || (GATING && part.gated)) {
+                    if all {
+                        self.first_open = i + 1;
+                    }
+                } else {
+                    all = false;
+                    if quick {
+                        return false;
+                    }
                 }
+                quiet &= !part.op.looks_again();
             }
-            quiet &= !part.op.looks_again();
+            self.installed = Some(id);
+            self.quiet = quiet;
+            if all || !(GATING && counted_last) {
+                return all;
+            }
+            // Our own count was the gate's last: every gated part has
+            // committed, some after this look passed them, and no partner
+            // wakes the task for them. Look again.
         }
-        self.installed = Some(id);
-        self.quiet = quiet;
-        all
     }
 
     /// Every part committed: commit our own leaf, unless another branch of
@@ -412,24 +561,61 @@ mod tests {
         (count.clone(), Waker::from(count))
     }
 
-    /// Parts that commit one at a time, out of order, each waking the same
-    /// waker (the looks that stop at the first part still waiting): the
-    /// whole commits with the last, every value in its part's place.
+    /// Below `GATE_MIN` parts, every commit wakes the task, whose look
+    /// stops at the first part still waiting; the whole commits with the
+    /// last part, every value in its part's place.
     #[test]
-    fn parts_committed_one_wake_at_a_time_all_land_in_place() {
-        let chans: Vec<_> = (0..4).map(|_| crate::channel::<usize>()).collect();
+    fn ungated_parts_wake_the_task_at_each_commit() {
+        let chans: Vec<_> = (0..2).map(|_| crate::channel::<usize>()).collect();
         let (count, waker) = counting_waker();
         let mut cx = Context::from_waker(&waker);
         let mut all =
             std::pin::pin!(choose_all(chans.iter().map(|(_, rx)| rx.recv_op())).into_future());
         assert!(all.as_mut().poll(&mut cx).is_pending());
-        for (n, i) in [2, 0, 3].into_iter().enumerate() {
-            chans[i].0.try_send(i).unwrap();
-            assert_eq!(count.0.load(Ordering::SeqCst), n + 1);
-            assert!(all.as_mut().poll(&mut cx).is_pending());
-        }
         chans[1].0.try_send(1).unwrap();
+        assert_eq!(count.0.load(Ordering::SeqCst), 1);
+        assert!(all.as_mut().poll(&mut cx).is_pending());
+        chans[0].0.try_send(0).unwrap();
+        assert_eq!(count.0.load(Ordering::SeqCst), 2);
         let Poll::Ready(got) = all.as_mut().poll(&mut cx) else {
+            panic!("every part committed, the whole did not");
+        };
+        assert_eq!(got, [Ok(0), Ok(1)]);
+    }
+
+    /// Gated parts (at least `GATE_MIN`, committed by partners only): the
+    /// task is woken once, by the last commit, with the waker of its last
+    /// look; a part the owner committed itself (a value already waiting)
+    /// counts too.
+    #[test]
+    fn gated_parts_wake_the_task_once_with_its_latest_waker() {
+        let chans: Vec<_> = (0..4).map(|_| crate::bounded::<usize>(1)).collect();
+        chans[2].0.try_send(2).unwrap();
+        let (first_count, first) = counting_waker();
+        let (second_count, second) = counting_waker();
+        let mut all =
+            std::pin::pin!(choose_all(chans.iter().map(|(_, rx)| rx.recv_op())).into_future());
+        assert!(
+            all.as_mut()
+                .poll(&mut Context::from_waker(&first))
+                .is_pending()
+        );
+        chans[0].0.try_send(0).unwrap();
+        assert!(
+            all.as_mut()
+                .poll(&mut Context::from_waker(&second))
+                .is_pending()
+        );
+        chans[3].0.try_send(3).unwrap();
+        assert_eq!(
+            second_count.0.load(Ordering::SeqCst),
+            0,
+            "woken before the last commit"
+        );
+        chans[1].0.try_send(1).unwrap();
+        assert_eq!(first_count.0.load(Ordering::SeqCst), 0);
+        assert_eq!(second_count.0.load(Ordering::SeqCst), 1);
+        let Poll::Ready(got) = all.as_mut().poll(&mut Context::from_waker(&second)) else {
             panic!("every part committed, the whole did not");
         };
         assert_eq!(got, [Ok(0), Ok(1), Ok(2), Ok(3)]);

@@ -52,6 +52,26 @@ fn loom_choose_all_commits_once_every_part_has() {
 }
 
 #[test]
+fn loom_choose_all_gate_wakes_the_owner_at_the_last_commit() {
+    // Three parts, so they hold the gate's waker: one the owner commits
+    // itself (its value waits already), two committed by two senders at
+    // any moment, racing the owner's start of the parts and its own
+    // count. Whoever counts last, the owner returns with every value.
+    model(|| {
+        let (tx_a, rx_a) = crate::channel::<u32>();
+        let (tx_b, rx_b) = crate::channel::<u32>();
+        let (tx_c, rx_c) = bounded::<u32>(1);
+        tx_c.try_send(3).unwrap();
+        let ta = thread::spawn(move || tx_a.send_blocking(1).unwrap());
+        let tb = thread::spawn(move || tx_b.send_blocking(2).unwrap());
+        let got = crate::choose_all([rx_a.recv_op(), rx_b.recv_op(), rx_c.recv_op()]).perform();
+        assert_eq!(got, [Ok(1), Ok(2), Ok(3)]);
+        ta.join().unwrap();
+        tb.join().unwrap();
+    });
+}
+
+#[test]
 fn loom_wait_until_or_takes_one_value_and_leaves_the_other() {
     // `a or b` over two channels, both written concurrently: exactly one
     // value is taken; the other stays in its channel.
