@@ -102,7 +102,7 @@ struct Gate {
     /// part itself), any other part by the owner when it starts it.
     left: AtomicUsize,
     /// The task's waker as of the owner's last look.
-    task: Lock<Option<Waker>>,
+    task: Lock<Waker>,
 }
 
 impl Gate {
@@ -117,10 +117,9 @@ impl Gate {
     /// the task with the waker of the owner's last look.
     fn count_remote(&self) {
         if self.count() {
+            // Woken after the lock is released.
             let task = self.task.lock().clone();
-            if let Some(task) = task {
-                task.wake();
-            }
+            task.wake();
         }
     }
 }
@@ -250,8 +249,8 @@ pub struct ChooseAll<O: Op> {
     /// After a look at every part from `first_open` on: none of them looks
     /// again when woken (`Op::looks_again`).
     quiet: bool,
-    /// The gate, and a waker of it, once a part is gated (module docs).
-    gate: Option<(Arc<Gate>, Waker)>,
+    /// The gate, once a part is gated (module docs).
+    gate: Option<Arc<Gate>>,
 }
 
 /// A waker's identity: its data and vtable pointers, what `Waker::
@@ -291,7 +290,7 @@ impl<O: Op> Part<O> {
     fn start<const GATING: bool>(
         &mut self,
         cx: &BlockCx<'_>,
-        gate: &mut Option<(Arc<Gate>, Waker)>,
+        gate: &mut Option<Arc<Gate>>,
         uncounted: usize,
     ) -> bool {
         let (mut op, state, phase, remote) = self.project();
@@ -300,14 +299,13 @@ impl<O: Op> Part<O> {
         let gated = GATING && *remote && !op.looks_again();
         if *remote {
             let waker = if gated {
-                let (_, gate_waker) = gate.get_or_insert_with(|| {
-                    let made = Arc::new(Gate {
+                let gate = gate.get_or_insert_with(|| {
+                    Arc::new(Gate {
                         left: AtomicUsize::new(uncounted),
-                        task: Lock::new(Some(cx.waker.clone())),
-                    });
-                    (made.clone(), Waker::from(made))
+                        task: Lock::new(cx.waker.clone()),
+                    })
                 });
-                gate_waker.clone()
+                Waker::from(Arc::clone(gate))
             } else {
                 cx.waker.clone()
             };
@@ -321,7 +319,7 @@ impl<O: Op> Part<O> {
             exclusive: !*remote,
         });
         self.gated = gated;
-        let Some((gate, _)) = gate.as_ref().filter(|_| GATING) else {
+        let Some(gate) = gate.as_ref().filter(|_| GATING) else {
             return false;
         };
         if !gated {
@@ -401,11 +399,13 @@ impl<O: Op> ChooseAll<O> {
         let same_waker = self.installed == Some(id);
         if GATING
             && !same_waker
-            && let Some((gate, _)) = &self.gate
+            && let Some(gate) = &self.gate
         {
             // Before the look: a last count that woke the old waker came
-            // before this store, and the look sees its part `SYNCED`.
-            *gate.task.lock() = Some(cx.waker.clone());
+            // before this store, and the look sees its part `SYNCED`. The
+            // old waker is dropped after the lock is released.
+            let old = std::mem::replace(&mut *gate.task.lock(), cx.waker.clone());
+            drop(old);
         }
         // Only whether each part committed matters: the first one still
         // waiting answers for the whole (module invariants).
@@ -561,9 +561,8 @@ mod tests {
         (count.clone(), Waker::from(count))
     }
 
-    /// Below `GATE_MIN` parts, every commit wakes the task, whose look
-    /// stops at the first part still waiting; the whole commits with the
-    /// last part, every value in its part's place.
+    /// Below `GATE_MIN` parts, every commit wakes the task; the whole
+    /// commits with the last part, every value in its part's place.
     #[test]
     fn ungated_parts_wake_the_task_at_each_commit() {
         let chans: Vec<_> = (0..2).map(|_| crate::channel::<usize>()).collect();
