@@ -623,13 +623,17 @@ fn budget_yields_keep_a_producer_on_its_worker() {
         threads
     });
     // A worker whose thread the OS preempts for a tick looks stuck, and an
-    // idle worker may then rescue its tasks (docs/runtime.md): on a loaded
-    // machine the pair may move once or twice. Budget yields on the
+    // idle worker may then rescue its tasks (docs/runtime.md); a producer
+    // rescued away from its consumer then finds the channel's lock held by
+    // the consumer's worker and gathers back to it (rt/gather.rs): on a
+    // loaded machine (CI runs tests in parallel) each preemption can cost
+    // two moves: beside two busy loops on this 2-core machine, 12 to 18
+    // moves (0 to 13 with gathering switched off). Budget yields on the
     // stealable queue moved it back and forth hundreds of times.
     let settled = &threads[10..];
     let moves = settled.windows(2).filter(|w| w[0] != w[1]).count();
     assert!(
-        moves <= 3,
+        moves <= 50,
         "the producer moved between workers {moves} times in {} samples",
         settled.len()
     );
