@@ -159,7 +159,7 @@ impl EagerSite<'_> {
     /// use the system allocator (off the runtime's workers, a task too
     /// large, or the AddressSanitizer and loom builds, as for `alloc`).
     #[inline(always)]
-    pub(crate) fn alloc(&self, layout: Layout) -> Option<NonNull<u8>> {
+    pub(crate) fn alloc(&self, layout: Layout) -> Option<task_alloc::EagerBlock> {
         if cfg!(any(loom, fibra_system_alloc)) {
             return None;
         }

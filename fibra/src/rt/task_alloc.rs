@@ -24,7 +24,9 @@
 //! * A block of a parasite that finished in its inline poll (`spawn_eager`)
 //!   is kept aside, one at a time, for the next parasite of its size class
 //!   ([`Heap::alloc_eager`]): a spawn and a free that cancel out cost a
-//!   few instructions, not a list push and pop. It counts as in use in
+//!   few instructions, not a list push and pop, and the block comes back
+//!   as it was left (`EagerBlock::recycled`), so that the next parasite
+//!   writes only the part of its header that differs. It counts as in use in
 //!   its page until it goes back to the page's list (the next eager free
 //!   of another class, or `trim`).
 //! * A block freed by its heap's worker goes on its page's local free list;
@@ -234,6 +236,15 @@ struct HeapInner {
     eager: Option<(NonNull<u8>, usize)>,
 }
 
+/// A block from [`Heap::alloc_eager`].
+pub(crate) struct EagerBlock {
+    pub(crate) ptr: NonNull<u8>,
+    /// The block kept aside by [`Heap::free_eager`], its bytes as the
+    /// caller of that free left them (nothing here writes a block kept
+    /// aside); `false`: a block from `alloc`, its bytes unknown.
+    pub(crate) recycled: bool,
+}
+
 /// A worker's task memory (module docs).
 pub(crate) struct Heap {
     inner: std::cell::UnsafeCell<HeapInner>,
@@ -312,16 +323,22 @@ impl Heap {
     ///
     /// The caller is this heap's worker.
     #[inline(always)]
-    pub(crate) unsafe fn alloc_eager(&self, class: usize) -> Option<NonNull<u8>> {
+    pub(crate) unsafe fn alloc_eager(&self, class: usize) -> Option<EagerBlock> {
         // SAFETY: the caller's contract.
         let inner = unsafe { self.inner() };
         match inner.eager {
             Some((b, c)) if c == class => {
                 inner.eager = None;
-                Some(b)
+                Some(EagerBlock {
+                    ptr: b,
+                    recycled: true,
+                })
             }
             // SAFETY: the caller's contract (`inner` is not used again).
-            _ => unsafe { self.alloc(class) },
+            _ => unsafe { self.alloc(class) }.map(|ptr| EagerBlock {
+                ptr,
+                recycled: false,
+            }),
         }
     }
 

@@ -120,12 +120,13 @@ where
         site: schedule::EagerSite<'_>,
     ) -> JoinHandle<F::Output> {
         let block = site.alloc(std::alloc::Layout::new::<Self>());
-        let slab = block.is_some();
-        let p: NonNull<Self> = match block {
-            Some(block) => block.cast(),
-            None => {
-                NonNull::from(Box::leak(Box::<std::mem::MaybeUninit<Self>>::new_uninit())).cast()
-            }
+        let (p, slab, recycled): (NonNull<Self>, _, _) = match block {
+            Some(block) => (block.ptr.cast(), true, block.recycled),
+            None => (
+                NonNull::from(Box::leak(Box::<std::mem::MaybeUninit<Self>>::new_uninit())).cast(),
+                false,
+                false,
+            ),
         };
         // SAFETY: a fresh block of the slab (large and aligned enough for
         // `Self`, `slab_block`) or of the system allocator, for `Self`.
@@ -134,21 +135,26 @@ where
         // state is touched only by the holder of `RUNNING` (us) and through
         // the handle (which does not exist yet) until the task outlives
         // the poll: it is written then (`outlive_inline_poll`), or never.
+        // A block kept aside by `discard_unshared` on this worker holds
+        // the header of the parasite that finished in it: all but the
+        // state and the vtable are already what they must be (see there).
         unsafe {
             let t = p.as_ptr();
             (&raw mut (*t).header.state).write(TaskState::new_parasite());
-            // The run's and the handle's, as for `allocate`.
-            (&raw mut (*t).header.refs).write(AtomicUsize::new(2));
             (&raw mut (*t).header.vtable).write(if slab {
                 Self::VTABLE_SLAB
             } else {
                 Self::VTABLE_BOX
             });
-            (&raw mut (*t).header.registry_slot).write(Slot::default());
-            // Read by wakes from anywhere (`schedule::hint_retainer`).
-            (&raw mut (*t).header.retained).write(AtomicUsize::new(0));
-            // A copy that owns no count, see above.
-            (&raw mut (*t).header.shared).write(ManuallyDrop::new(std::ptr::read(shared)));
+            if !recycled {
+                // The run's and the handle's, as for `allocate`.
+                (&raw mut (*t).header.refs).write(AtomicUsize::new(2));
+                (&raw mut (*t).header.registry_slot).write(Slot::default());
+                // Read by wakes from anywhere (`schedule::hint_retainer`).
+                (&raw mut (*t).header.retained).write(AtomicUsize::new(0));
+                // A copy that owns no count, see above.
+                (&raw mut (*t).header.shared).write(ManuallyDrop::new(std::ptr::read(shared)));
+            }
             (&raw mut (*t).future).write(FutureCell::new(future));
         }
         // SAFETY: just written; the run's reference keeps them alive. (No
@@ -264,6 +270,17 @@ where
     /// Takes apart a parasite that finished inline with no other reference
     /// made: drops what is left of it but the runtime copy (which owns no
     /// count) and gives back its memory.
+    ///
+    /// A slab block is kept aside for this worker's next parasite
+    /// (`Heap::free_eager`), which finds its header as we leave it, and
+    /// writes only its state and vtable (`spawn_eager`): the rest is what
+    /// that parasite would write. `refs` is 2 (our caller saw it, and
+    /// nobody else can change it); the registry slot is empty and
+    /// `retained` is 0 (a parasite is registered only once it outlives its
+    /// inline poll, and retained only by a worker's run, which the inline
+    /// poll is not); `shared` is the uncounted copy of this worker's
+    /// runtime, the only runtime whose parasites use this worker's slab
+    /// (`schedule::spawn_eager`).
     ///
     /// # Safety
     ///

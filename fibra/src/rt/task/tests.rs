@@ -153,3 +153,126 @@ fn a_task_that_finishes_after_a_donation_keeps_counts_exact() {
         std::mem::take(&mut *stash.lock().unwrap())
     });
 }
+
+/// A parasite's body of kind `K` (one of the consts below): one layout,
+/// a type (and so a task vtable) per kind.
+struct Job<const K: u8> {
+    i: u64,
+    /// What a `WAITS` job waits for.
+    wait: Option<std::pin::Pin<Box<dyn std::future::Future<Output = u64> + Send>>>,
+    /// Where a `CLONES` job keeps a clone of its waker.
+    stash: Option<Arc<Mutex<Vec<Waker>>>>,
+    /// Counts a `WAITS` job's polls.
+    polls: Option<Arc<std::sync::atomic::AtomicUsize>>,
+}
+
+/// Finishes in its first poll.
+const INLINE: u8 = 0;
+/// Wakes itself during its first poll, then finishes in it.
+const WAKES: u8 = 1;
+/// Waits for its `wait`.
+const WAITS: u8 = 2;
+/// Keeps a clone of its waker, then finishes in its first poll.
+const CLONES: u8 = 3;
+
+impl<const K: u8> Job<K> {
+    fn new(i: u64) -> Self {
+        Self {
+            i,
+            wait: None,
+            stash: None,
+            polls: None,
+        }
+    }
+}
+
+impl<const K: u8> std::future::Future for Job<K> {
+    type Output = u64;
+
+    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> Poll<u64> {
+        let i = self.i;
+        match K {
+            INLINE => Poll::Ready(i + 1),
+            WAKES => {
+                cx.waker().wake_by_ref();
+                Poll::Ready(2 * i + 1)
+            }
+            WAITS => {
+                let polls = self.polls.as_ref().unwrap();
+                polls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                self.wait.as_mut().unwrap().as_mut().poll(cx).map(|v| v + i)
+            }
+            _ => {
+                let waker = cx.waker().clone();
+                self.stash.as_ref().unwrap().lock().unwrap().push(waker);
+                Poll::Ready(i)
+            }
+        }
+    }
+}
+
+/// The size class of a task of `F` (`task_alloc.rs`).
+fn task_class<F>() -> Option<usize>
+where
+    F: std::future::Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    crate::rt::task_alloc::class_of(std::alloc::Layout::new::<super::Task<F>>())
+}
+
+/// A parasite that finishes inline leaves its block aside for this
+/// worker's next one of its size class, which writes only the header's
+/// state and vtable (`Task::spawn_eager`): parasites of four types of one
+/// class, in turn, finishing inline, waking themselves during the inline
+/// poll, waiting (and so running later through their own vtable,
+/// registered, counted, on the runtime they were spawned on, polled once
+/// more when their wait ends: no wake of the block's last parasite
+/// lingers), or keeping a waker clone, each give their own output and
+/// keep every count exact.
+#[test]
+fn parasites_in_a_block_kept_aside_are_whole() {
+    let class = task_class::<Job<INLINE>>();
+    assert!(class.is_some());
+    assert_eq!(task_class::<Job<WAKES>>(), class);
+    assert_eq!(task_class::<Job<WAITS>>(), class);
+    assert_eq!(task_class::<Job<CLONES>>(), class);
+    let n = 200u64;
+    no_reference_leaks(|rt| {
+        let stash = Arc::new(Mutex::new(Vec::new()));
+        let kept = stash.clone();
+        let polls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = polls.clone();
+        let sum = rt.block_on(async move {
+            let mut handles = Vec::new();
+            let mut senders = Vec::new();
+            for i in 0..n {
+                handles.push(crate::spawn_eager(Job::<INLINE>::new(i)));
+                handles.push(crate::spawn_eager(Job::<WAKES>::new(i)));
+                let (tx, rx) = crate::channel::<u64>();
+                senders.push(tx);
+                let mut waits = Job::<WAITS>::new(i);
+                waits.wait = Some(Box::pin(async move { rx.recv().await.unwrap() }));
+                waits.polls = Some(counted.clone());
+                handles.push(crate::spawn_eager(waits));
+                let mut clones = Job::<CLONES>::new(i);
+                clones.stash = Some(kept.clone());
+                handles.push(crate::spawn_eager(clones));
+            }
+            for (i, tx) in (0..).zip(&senders) {
+                tx.send(i).await.unwrap();
+            }
+            let mut sum = 0;
+            for h in handles {
+                sum += h.await.unwrap();
+            }
+            sum
+        });
+        // Per i: (i + 1) + (2i + 1) + (i + i) + i.
+        assert_eq!(sum, 6 * (n * (n - 1) / 2) + 2 * n);
+        assert_eq!(
+            polls.load(std::sync::atomic::Ordering::Relaxed),
+            2 * n as usize
+        );
+        std::mem::take(&mut *stash.lock().unwrap())
+    });
+}
