@@ -233,7 +233,10 @@ struct HeapInner {
     spare: Vec<*mut Page>,
     /// A block kept aside for the next parasite (module docs), and its
     /// size class.
-    eager: Option<(NonNull<u8>, usize)>,
+    eager: *mut u8,
+    /// The size class of the block last kept aside (written only when it
+    /// changes: a parasite's spawn and free cost one store each here).
+    eager_class: usize,
 }
 
 /// A block from [`Heap::alloc_eager`].
@@ -282,7 +285,8 @@ impl Heap {
                     tail: ptr::null_mut(),
                 }),
                 spare: Vec::new(),
-                eager: None,
+                eager: ptr::null_mut(),
+                eager_class: 0,
             }),
             remote_freed: AtomicBool::new(false),
         }
@@ -326,9 +330,9 @@ impl Heap {
     pub(crate) unsafe fn alloc_eager(&self, class: usize) -> Option<EagerBlock> {
         // SAFETY: the caller's contract.
         let inner = unsafe { self.inner() };
-        match inner.eager {
-            Some((b, c)) if c == class => {
-                inner.eager = None;
+        match NonNull::new(inner.eager) {
+            Some(b) if inner.eager_class == class => {
+                inner.eager = ptr::null_mut();
                 Some(EagerBlock {
                     ptr: b,
                     recycled: true,
@@ -353,7 +357,11 @@ impl Heap {
     pub(crate) unsafe fn free_eager(&self, block: NonNull<u8>, class: usize) {
         // SAFETY: the caller's contract.
         let inner = unsafe { self.inner() };
-        if let Some((old, _)) = inner.eager.replace((block, class)) {
+        if inner.eager_class != class {
+            inner.eager_class = class;
+        }
+        let old = std::mem::replace(&mut inner.eager, block.as_ptr());
+        if let Some(old) = NonNull::new(old) {
             // SAFETY: ours, no longer used; `inner` is not used again.
             unsafe { self.free_local(Page::of(old.as_ptr()), old.as_ptr()) };
         }
@@ -509,7 +517,8 @@ impl Heap {
     /// The caller is this heap's worker.
     pub(crate) unsafe fn trim(&self) {
         // SAFETY: the caller's contract; the borrow ends here.
-        if let Some((b, _)) = unsafe { self.inner() }.eager.take() {
+        let kept = std::mem::replace(unsafe { &mut self.inner().eager }, ptr::null_mut());
+        if let Some(b) = NonNull::new(kept) {
             // SAFETY: the block kept aside is ours and unused.
             unsafe { self.free_local(Page::of(b.as_ptr()), b.as_ptr()) };
         }
