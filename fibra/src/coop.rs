@@ -35,22 +35,29 @@ pub(crate) fn exhausted() -> bool {
 
 /// A parasite's inline first poll nests inside the current task's turn
 /// (`spawn_eager`): it gets a fresh budget of its own (none outside fibra's
-/// workers), and the caller's is restored by [`leave_nested`].
+/// workers), and the caller's is restored by [`leave_nested`]. Written
+/// only if it changes: a caller that spawns parasites in a loop has
+/// usually used none of its own, and most parasites use none of theirs.
 #[inline]
 pub(crate) fn enter_nested() -> u32 {
     LEFT.with(|l| {
         let saved = l.get();
-        if saved != UNLIMITED {
+        if saved != UNLIMITED && saved != BUDGET {
             l.set(BUDGET);
         }
         saved
     })
 }
 
-/// The end of a nested poll: the caller's budget, as it was.
+/// The end of a nested poll: the caller's budget, as it was (written only
+/// if the nested poll changed it).
 #[inline]
 pub(crate) fn leave_nested(saved: u32) {
-    LEFT.with(|l| l.set(saved));
+    LEFT.with(|l| {
+        if l.get() != saved {
+            l.set(saved);
+        }
+    });
 }
 
 /// Takes one unit; `false` when the task must yield first.
@@ -64,4 +71,48 @@ pub(crate) fn consume() -> bool {
             true
         }
     })
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    fn left() -> u32 {
+        LEFT.with(Cell::get)
+    }
+
+    fn set_left(n: u32) {
+        LEFT.with(|l| l.set(n));
+    }
+
+    /// A nested poll runs on a fresh budget, whatever the caller had left,
+    /// and the caller finds its own as it was, whatever the nested poll
+    /// used; outside a worker's turn both stay unlimited.
+    #[test]
+    fn a_nested_poll_gets_a_fresh_budget_and_gives_the_callers_back() {
+        for (caller, used) in [
+            (5, 0),
+            (5, 3),
+            (BUDGET, 0),
+            (BUDGET, 7),
+            (0, 0),
+            (0, BUDGET),
+        ] {
+            set_left(caller);
+            let saved = enter_nested();
+            assert_eq!(left(), BUDGET, "caller {caller}");
+            for _ in 0..used {
+                assert!(consume());
+            }
+            assert_eq!(left(), BUDGET - used);
+            leave_nested(saved);
+            assert_eq!(left(), caller, "caller {caller}, nested used {used}");
+        }
+        unlimited();
+        let saved = enter_nested();
+        assert_eq!(left(), UNLIMITED);
+        assert!(consume());
+        leave_nested(saved);
+        assert_eq!(left(), UNLIMITED);
+    }
 }
