@@ -10,6 +10,10 @@ NEW, with the same arguments (filters, `--system`, `--runs`...), so that
 both see the same state of a shared machine within minutes of each other.
 The table gives each row's median ns/op in every pass, base then new.
 
+Each run writes its report and charts where a fibra-bench run does
+(`target/fibra-bench/`, replacing those of the last full run): keep a
+full run's `report.json` elsewhere before comparing.
+
 Example (the parasite rows of spawn-cost, three passes):
 
     git worktree add ../base HEAD~1
