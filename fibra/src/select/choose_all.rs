@@ -403,8 +403,10 @@ impl<O: Op> ChooseAll<O> {
         {
             // Before the look: a last count that woke the old waker came
             // before this store, and the look sees its part `SYNCED`. The
-            // old waker is dropped after the lock is released.
-            let old = std::mem::replace(&mut *gate.task.lock(), cx.waker.clone());
+            // new waker is cloned before the lock is taken and the old one
+            // dropped after it is released.
+            let new = cx.waker.clone();
+            let old = std::mem::replace(&mut *gate.task.lock(), new);
             drop(old);
         }
         // Only whether each part committed matters: the first one still
