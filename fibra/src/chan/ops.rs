@@ -149,6 +149,11 @@ impl<T> Op for RecvOp<'_, T> {
         false
     }
 
+    // `block` publishes one record, after `install_waker`.
+    fn installs_waker(&self) -> bool {
+        true
+    }
+
     // Always inline, as `try_or_publish`; the rest is `recv_now_slow`.
     #[inline(always)]
     fn try_now(self: Pin<&mut Self>) -> Option<Self::Output> {
@@ -189,29 +194,28 @@ impl<T> Op for RecvOp<'_, T> {
     fn block(self: Pin<&mut Self>, cx: BlockCx<'_>) {
         let (chan, slot, published) = self.project();
         let mut st = chan.lock();
-        // Publish, then retry under the same lock: a sender that arrived
+        // Retry, then publish under the same lock: a sender that arrived
         // since our try is found now, and any later one finds our record.
-        let reg = st.recvq.publish(cx, slot);
         // SAFETY: `retrying` claims our opstate before touching our slot.
         match unsafe { chan.recv_locked(&mut st, slot, Seeker::retrying(cx.state)) } {
             Received::Done(waker) => {
-                st.recvq.remove(reg);
                 cx.state.commit_own(cx.leaf);
                 drop(st);
                 wake(waker);
             }
             Received::Buffered => {
-                st.recvq.remove(reg);
                 cx.state.commit_own(cx.leaf);
                 let refilled = chan.refill_locked(&mut st, Some(cx.state));
                 drop(st);
                 wake(refilled);
             }
-            Received::Disconnected => {
-                st.recvq.remove(reg);
-                cx.state.commit_own(cx.leaf);
+            Received::Disconnected => cx.state.commit_own(cx.leaf),
+            Received::NotReady => {
+                install_waker(cx);
+                *published = Some(st.recvq.publish(cx, slot));
             }
-            Received::NotReady | Received::SelfSynced => *published = Some(reg),
+            // Another leaf of our perform committed it: nothing to publish.
+            Received::SelfSynced => {}
         }
     }
 
@@ -342,6 +346,11 @@ impl<T> Op for SendOp<'_, T> {
         false
     }
 
+    // `block` publishes one record, after `install_waker`.
+    fn installs_waker(&self) -> bool {
+        true
+    }
+
     // Always inline, as `try_or_publish`; the rest is `send_now_slow`.
     #[inline(always)]
     fn try_now(self: Pin<&mut Self>) -> Option<Self::Output> {
@@ -376,20 +385,21 @@ impl<T> Op for SendOp<'_, T> {
     fn block(self: Pin<&mut Self>, cx: BlockCx<'_>) {
         let (chan, slot, published) = self.project();
         let mut st = chan.lock();
-        let reg = st.sendq.publish(cx, slot);
+        // As `RecvOp::block`: retry, then publish under the same lock.
         // SAFETY: `retrying` claims our opstate before touching our slot.
         match unsafe { chan.send_locked(&mut st, slot, Seeker::retrying(cx.state)) } {
             Sent::Done(waker) => {
-                st.sendq.remove(reg);
                 cx.state.commit_own(cx.leaf);
                 drop(st);
                 wake(waker);
             }
-            Sent::Disconnected => {
-                st.sendq.remove(reg);
-                cx.state.commit_own(cx.leaf);
+            Sent::Disconnected => cx.state.commit_own(cx.leaf),
+            Sent::NotReady => {
+                install_waker(cx);
+                *published = Some(st.sendq.publish(cx, slot));
             }
-            Sent::NotReady | Sent::SelfSynced => *published = Some(reg),
+            // Another leaf of our perform committed it: nothing to publish.
+            Sent::SelfSynced => {}
         }
     }
 
@@ -513,6 +523,15 @@ fn send_try_slow<T>(
             *published = Some(st.sendq.publish(cx, slot));
             Tried::Published
         }
+    }
+}
+
+/// Before a leaf's one record is published: the waker its caller left to
+/// it (`Op::installs_waker`), if any, goes into the opstate.
+#[inline(always)]
+fn install_waker(cx: BlockCx<'_>) {
+    if let Some(waker) = cx.install {
+        cx.state.set_waker_unpublished(waker.clone());
     }
 }
 

@@ -181,6 +181,7 @@ mod tests {
             leaf: 0,
             waker: Waker::noop(),
             exclusive: false,
+            install: None,
         }
     }
 

@@ -425,6 +425,10 @@ impl<T> Op for BoxOp<'_, T> {
         self.0.looks_again()
     }
 
+    fn installs_waker(&self) -> bool {
+        self.0.installs_waker()
+    }
+
     fn try_leaves_nothing(&self) -> bool {
         self.0.try_leaves_nothing()
     }

@@ -178,6 +178,11 @@ impl<O: Op, F: FnOnce(O::Output) -> U, U> Op for Wrap<O, F> {
         self.op.looks_again()
     }
 
+    // `block` passes its context on unchanged.
+    fn installs_waker(&self) -> bool {
+        self.op.installs_waker()
+    }
+
     fn try_leaves_nothing(&self) -> bool {
         self.op.try_leaves_nothing()
     }

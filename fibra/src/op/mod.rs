@@ -76,6 +76,12 @@ pub struct BlockCx<'a> {
     /// No remote party can reach the opstate (the op does not
     /// [commit remotely](Op::commits_remotely)): only this thread moves it.
     pub(crate) exclusive: bool,
+    /// The waker the op installs in the opstate (a clone) right before it
+    /// publishes its record: `Some` only for an op that
+    /// [installs its waker](Op::installs_waker), whose caller then left
+    /// the opstate without one; `None` otherwise (the opstate has its
+    /// waker, or needs none).
+    pub(crate) install: Option<&'a Waker>,
 }
 
 impl<'a> BlockCx<'a> {
@@ -224,6 +230,16 @@ pub trait Op: sealed::Sealed {
     #[doc(hidden)]
     fn looks_again(&self) -> bool {
         true
+    }
+
+    /// Whether [`block`](Self::block) honours [`BlockCx::install`]: it
+    /// publishes at most one record, and installs that waker in the opstate
+    /// just before. A caller may then leave the opstate without a waker,
+    /// and a block that commits at once clones none (`choose_all`'s parts).
+    /// `false`, the default, is always correct.
+    #[doc(hidden)]
+    fn installs_waker(&self) -> bool {
+        false
     }
 
     /// Optimistic phase: commit now if a partner is ready. Publishes nothing.

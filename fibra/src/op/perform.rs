@@ -186,6 +186,7 @@ impl<O: Op> Future for Perform<O> {
                     leaf: 0,
                     waker: cx.waker(),
                     exclusive: false,
+                    install: None,
                 };
                 let tried = unwinding.op.as_mut().try_or_publish(cx);
                 std::mem::forget(unwinding);
@@ -218,6 +219,7 @@ impl<O: Op> Future for Perform<O> {
                         leaf: 0,
                         waker: cx.waker(),
                         exclusive: !*this.remote,
+                        install: None,
                     });
                 }
             }

@@ -35,8 +35,10 @@
 //! * After a look at every part (`all_committed`), every part still
 //!   waiting holds a waker that wakes the same as that look's (`Waker::
 //!   will_wake`), or the gate's (below): a part started then took that
-//!   waker, and a waiting part took it (`update_waker`), or held one that
-//!   wakes the same. `installed`
+//!   waker (before it published; a part whose op installs its waker
+//!   itself, `Op::installs_waker`, takes none if it commits at once), and
+//!   a waiting part took it (`update_waker`), or held one that wakes the
+//!   same. `installed`
 //!   is the identity (data and vtable pointers) of that look's waker; the
 //!   next look with a waker of the same identity has no waker to hand its
 //!   waiting parts. The identity cannot name another waker meanwhile: a
@@ -297,19 +299,25 @@ impl<O: Op> Part<O> {
         op.as_mut().prepare();
         *remote = op.commits_remotely();
         let gated = GATING && *remote && !op.looks_again();
-        if *remote {
-            let waker = if gated {
-                let gate = gate.get_or_insert_with(|| {
-                    Arc::new(Gate {
-                        left: AtomicUsize::new(uncounted),
-                        task: Lock::new(cx.waker.clone()),
-                    })
-                });
-                Waker::from(Arc::clone(gate))
+        // An ungated part whose op installs its waker itself gets none
+        // unless it publishes: one that commits at once clones none. A
+        // gated part's is installed here: the owner tells a part it
+        // committed itself by the gate's waker still in its opstate.
+        let mut install = None;
+        if gated {
+            let gate = gate.get_or_insert_with(|| {
+                Arc::new(Gate {
+                    left: AtomicUsize::new(uncounted),
+                    task: Lock::new(cx.waker.clone()),
+                })
+            });
+            state.set_waker_unpublished(Waker::from(Arc::clone(gate)));
+        } else if *remote {
+            if op.installs_waker() {
+                install = Some(cx.waker);
             } else {
-                cx.waker.clone()
-            };
-            state.set_waker_unpublished(waker);
+                state.set_waker_unpublished(cx.waker.clone());
+            }
         }
         *phase = Phase::Blocked;
         op.block(BlockCx {
@@ -317,6 +325,7 @@ impl<O: Op> Part<O> {
             leaf: 0,
             waker: cx.waker,
             exclusive: !*remote,
+            install,
         });
         self.gated = gated;
         let Some(gate) = gate.as_ref().filter(|_| GATING) else {
@@ -350,6 +359,7 @@ impl<O: Op> Part<O> {
                         leaf: 0,
                         waker: cx.waker,
                         exclusive: !*remote,
+                        install: None,
                     });
                     if state.load() != Seen::Waiting {
                         continue;
@@ -419,13 +429,15 @@ impl<O: Op> ChooseAll<O> {
             for i in self.first_open..self.parts.len() {
                 let uncounted = self.parts.len() - i;
                 let part = &mut self.parts[i];
-                if part.phase == Phase::Fresh {
+                let started = part.phase == Phase::Fresh;
+                if started {
                     counted_last |= part.start::<GATING>(cx, &mut self.gate, uncounted);
                 }
-                // Otherwise every part looks (and takes the new waker,
-                // unless it holds the gate's), even after one that has not
-                // committed.
-                if part.committed(cx, same_waker || (GATING && part.gated)) {
+                // Every part looks (and takes the new waker, unless it
+                // holds the gate's or was started with this one), even
+                // after one that has not committed.
+                let holds_its_waker = same_waker || started || (GATING && part.gated);
+                if part.committed(cx, holds_its_waker) {
                     if all {
                         self.first_open = i + 1;
                     }
@@ -620,6 +632,86 @@ mod tests {
             panic!("every part committed, the whole did not");
         };
         assert_eq!(got, [Ok(0), Ok(1), Ok(2), Ok(3)]);
+    }
+
+    /// Counts the clones of a waker (and its wakes): a raw waker over a
+    /// `(clones, wakes)` pair that outlives every clone.
+    fn clone_counting_waker(counts: &'static (AtomicUsize, AtomicUsize)) -> Waker {
+        use std::task::{RawWaker, RawWakerVTable};
+        fn pair(data: *const ()) -> &'static (AtomicUsize, AtomicUsize) {
+            // SAFETY: `data` is the `'static` pair the waker was made from.
+            unsafe { &*data.cast() }
+        }
+        const VTABLE: RawWakerVTable = RawWakerVTable::new(
+            |data| {
+                pair(data).0.fetch_add(1, Ordering::SeqCst);
+                RawWaker::new(data, &VTABLE)
+            },
+            |data| {
+                pair(data).1.fetch_add(1, Ordering::SeqCst);
+            },
+            |data| {
+                pair(data).1.fetch_add(1, Ordering::SeqCst);
+            },
+            |_| {},
+        );
+        let data = std::ptr::from_ref(counts).cast();
+        // SAFETY: the vtable's functions keep the contract (every clone
+        // points at the same `'static` pair; dropping owns nothing).
+        unsafe { Waker::from_raw(RawWaker::new(data, &VTABLE)) }
+    }
+
+    /// Ungated channel parts get the task's waker only if they publish: a
+    /// `choose_all` whose receive and send find their partners waiting
+    /// clones no waker; one whose send must wait clones one, and that
+    /// part's partner wakes the task with it.
+    #[test]
+    fn a_part_that_commits_at_once_takes_no_waker() {
+        static READY: (AtomicUsize, AtomicUsize) = (AtomicUsize::new(0), AtomicUsize::new(0));
+        let waker = clone_counting_waker(&READY);
+        let (tx_a, rx_a) = crate::bounded::<usize>(1);
+        let (tx_b, rx_b) = crate::bounded::<usize>(1);
+        tx_a.try_send(1).unwrap();
+        let both = choose_all([
+            rx_a.recv_op().wrap(Result::unwrap).boxed(),
+            tx_b.send_op(2).wrap(|sent| sent.map_or(0, |()| 2)).boxed(),
+        ]);
+        let mut both = std::pin::pin!(both.into_future());
+        let Poll::Ready(got) = both.as_mut().poll(&mut Context::from_waker(&waker)) else {
+            panic!("both parts could commit at once");
+        };
+        assert_eq!(got, [1, 2]);
+        assert_eq!(rx_b.try_recv(), Ok(2));
+        assert_eq!(READY.0.load(Ordering::SeqCst), 0, "a waker was cloned");
+
+        static WAITS: (AtomicUsize, AtomicUsize) = (AtomicUsize::new(0), AtomicUsize::new(0));
+        let waker = clone_counting_waker(&WAITS);
+        tx_a.try_send(3).unwrap();
+        tx_b.try_send(0).unwrap(); // full: the send part must wait
+        let both = choose_all([
+            rx_a.recv_op().wrap(Result::unwrap).boxed(),
+            tx_b.send_op(4).wrap(|sent| sent.map_or(0, |()| 4)).boxed(),
+        ]);
+        let mut both = std::pin::pin!(both.into_future());
+        assert!(
+            both.as_mut()
+                .poll(&mut Context::from_waker(&waker))
+                .is_pending()
+        );
+        assert_eq!(WAITS.0.load(Ordering::SeqCst), 1, "one part published");
+        assert_eq!(WAITS.1.load(Ordering::SeqCst), 0);
+        // Room for the waiting send: its partner commits it and wakes us.
+        assert_eq!(rx_b.try_recv(), Ok(0));
+        assert_eq!(
+            WAITS.1.load(Ordering::SeqCst),
+            1,
+            "the send's commit woke nobody"
+        );
+        let Poll::Ready(got) = both.as_mut().poll(&mut Context::from_waker(&waker)) else {
+            panic!("every part committed, the whole did not");
+        };
+        assert_eq!(got, [3, 4]);
+        assert_eq!(rx_b.try_recv(), Ok(4));
     }
 
     /// A part that looks again when woken (here a future, polled by its

@@ -35,10 +35,12 @@ fn loom_wait_until_and_acquires_both_clauses() {
 
 #[test]
 fn loom_choose_all_commits_once_every_part_has() {
-    // Two receive parts, committed by two senders at any moment; the owner
-    // looks between their commits with the same waker every time (a look
-    // that stops at the first part still waiting). It returns once, with
-    // each value in its part's place.
+    // Two receive parts, committed by two senders at any moment; each part
+    // installs the owner's waker only if it publishes (a sender already
+    // there is met in its block phase without one), and the owner looks
+    // between their commits with the same waker every time (a look that
+    // stops at the first part still waiting). It returns once, with each
+    // value in its part's place.
     model(|| {
         let (tx_a, rx_a) = crate::channel::<u32>();
         let (tx_b, rx_b) = crate::channel::<u32>();

@@ -443,6 +443,7 @@ impl Rounds<'_> {
                 leaf: c.first_leaf,
                 waker,
                 exclusive: !remote,
+                install: None,
             };
             // SAFETY: we own the records.
             unsafe { c.cell.block(cx) };
@@ -462,6 +463,7 @@ impl Rounds<'_> {
                 leaf: c.first_leaf,
                 waker,
                 exclusive: !self.remote,
+                install: None,
             };
             // SAFETY: we own the records.
             unsafe { c.cell.repoll(cx) };
