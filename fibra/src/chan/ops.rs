@@ -149,7 +149,7 @@ impl<T> Op for RecvOp<'_, T> {
         false
     }
 
-    // `block` publishes one record, after `install_waker`.
+    // `block` publishes at most one record, after `install_waker`.
     fn installs_waker(&self) -> bool {
         true
     }
@@ -346,7 +346,7 @@ impl<T> Op for SendOp<'_, T> {
         false
     }
 
-    // `block` publishes one record, after `install_waker`.
+    // `block` publishes at most one record, after `install_waker`.
     fn installs_waker(&self) -> bool {
         true
     }

@@ -31,8 +31,8 @@
 //!
 //! Every perform runs the Concurrent ML protocol of Guile Fibers (see
 //! `docs/op-protocol.md`): an optimistic **try** of every branch, then a
-//! **block** phase that publishes a waiter record for each branch and retries,
-//! all sharing one fresh opstate so that at most one branch commits. Races are
+//! **block** phase in which each branch retries and, if nothing is ready,
+//! publishes a waiter record, all sharing one fresh opstate so that at most one branch commits. Races are
 //! settled on opstates; no perform ever holds two resources' locks at once.
 
 mod block_on;
@@ -95,9 +95,13 @@ impl<'a> BlockCx<'a> {
         }
     }
 
+    /// The context of a branch `by` leaves on. Without `install`: a
+    /// branch of several is never the opstate's only leaf
+    /// (`Op::installs_waker`).
     fn offset(self, by: usize) -> Self {
         Self {
             leaf: self.leaf + by,
+            install: None,
             ..self
         }
     }
@@ -232,11 +236,15 @@ pub trait Op: sealed::Sealed {
         true
     }
 
-    /// Whether [`block`](Self::block) honours [`BlockCx::install`]: it
-    /// publishes at most one record, and installs that waker in the opstate
-    /// just before. A caller may then leave the opstate without a waker,
-    /// and a block that commits at once clones none (`choose_all`'s parts).
-    /// `false`, the default, is always correct.
+    /// Whether [`block`](Self::block) honours [`BlockCx::install`]: the op
+    /// is a single leaf whose block publishes at most one record and
+    /// installs that waker in the opstate just before. A caller whose op
+    /// is the opstate's only leaf, blocked once, may then leave the
+    /// opstate without a waker, and a block that commits at once clones
+    /// none (`choose_all`'s parts). Combinators of several leaves answer
+    /// `false` (and [`BlockCx::offset`] drops `install`): a second leaf
+    /// would install after the first published. `false`, the default, is
+    /// always correct.
     #[doc(hidden)]
     fn installs_waker(&self) -> bool {
         false
@@ -261,8 +269,9 @@ pub trait Op: sealed::Sealed {
         }
     }
 
-    /// Block phase: publish a waiter for each leaf (numbered from `cx.leaf`)
-    /// and retry; stop publishing once the opstate left `W`.
+    /// Block phase: for each leaf (numbered from `cx.leaf`), retry and
+    /// publish a waiter if nothing is ready (under one lock, in either
+    /// order); stop publishing once the opstate left `W`.
     #[doc(hidden)]
     fn block(self: Pin<&mut Self>, cx: BlockCx<'_>);
 

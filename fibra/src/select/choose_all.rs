@@ -152,7 +152,9 @@ struct Part<O> {
     op: O,
     state: OpState,
     phase: Phase,
-    /// Whether the part's opstate holds a waker (`Op::commits_remotely`).
+    /// Whether partners may commit the part (`Op::commits_remotely`): its
+    /// opstate holds a waker while it waits (installed before `block`, or
+    /// by the op as it publishes, `Op::installs_waker`).
     remote: bool,
     /// Whether that waker is the `choose_all`'s gate (module docs).
     gated: bool,
