@@ -32,8 +32,9 @@
 //! Every perform runs the Concurrent ML protocol of Guile Fibers (see
 //! `docs/op-protocol.md`): an optimistic **try** of every branch, then a
 //! **block** phase in which each branch retries and, if nothing is ready,
-//! publishes a waiter record, all sharing one fresh opstate so that at most one branch commits. Races are
-//! settled on opstates; no perform ever holds two resources' locks at once.
+//! publishes a waiter record, all sharing one fresh opstate so that at most
+//! one branch commits. Races are settled on opstates; no perform ever holds
+//! two resources' locks at once.
 
 mod block_on;
 mod choice;

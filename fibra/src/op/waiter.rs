@@ -328,8 +328,8 @@ pub(crate) struct Seeker<'a> {
     /// The seeker's own opstate, during the retry of its block phase (other
     /// leaves of its perform may be published); `None` in the optimistic
     /// phase (nothing published yet) or for a party that is not itself
-    /// performing (a closing channel). Records of
-    /// this opstate are never matched: a choice must not meet itself.
+    /// performing (a closing channel). Records of this opstate are never
+    /// matched: a choice must not meet itself.
     pub(crate) me: Option<&'a OpState>,
     /// Whether to claim `me` (`W -> C`) around each commit attempt. False for
     /// a commit made on behalf of the channel while `me` already holds `C`
