@@ -1,14 +1,16 @@
 //! A [`WaitUntil`](super::WaitUntil) clause's record: its op and the slot
 //! its result goes to, shared by the statement (which performs the op) and
-//! the [`Clause`] handle (which takes the result). A statement's records
+//! the [`Clause`] handle (which takes the result), after a head that is the
+//! statement's alone (the op's methods and the clause's bookkeeping, so
+//! the statement keeps one thin pointer per clause). A statement's records
 //! share one allocation, a block (more only if they outgrow it), counted
 //! by references: the statement's and one per handle.
 //!
 //! # Invariants
 //!
-//! * The op is touched only by the statement that owns the record, one
-//!   thread at a time (the statement is `&mut` or pinned in its `run`
-//!   future); the handle never touches it. The op lives at one address
+//! * The op and the head are touched only by the statement that owns the
+//!   record, one thread at a time (the statement is `&mut` or pinned in its
+//!   `run` future); the handle never touches them. The op lives at one address
 //!   (inside the block) from `add` until the statement drops it, so a
 //!   record it published may point into it.
 //! * The statement drops the op itself ([`ClauseCell::drop_op`]): freeing
@@ -16,22 +18,28 @@
 //!   the lifetime the op borrows for) frees only bytes, and a statement
 //!   that is leaked leaks its ops.
 //! * The slot's `state` goes `EMPTY -> FULL -> TAKEN` (the statement puts
-//!   the result once, a handle takes it once), or to `GONE` from any state
-//!   when the handle is dropped. Whoever moves the state away from a slot
+//!   the result once, a handle takes it once), or to `GONE` from `EMPTY` or
+//!   `FULL` when the handle is dropped (`TAKEN` is final: nothing is left
+//!   to drop and the statement put already). Whoever moves the state away from a slot
 //!   holding a value owns that value: `take` (`FULL -> TAKEN`) returns it,
 //!   the handle's drop (`FULL -> GONE`) drops it, and a `put` that finds
 //!   `GONE` drops the value it brought. So a result is dropped exactly once,
 //!   while the handle that could have taken it, or the statement, is
 //!   alive: never by whoever frees the block last.
 //! * A block's count is the number of its live references: one for the
-//!   statement (from the block's creation until the statement's drop) and
-//!   one per handle of a record in it. Whoever drops it to zero frees the
-//!   block; nothing in a block has drop glue of its own left to run then.
+//!   statement (from the block's creation until the statement's drop), one
+//!   per handle of a record in it, and the statement's *credits* in its
+//!   last block: references counted ahead, which it hands to the next
+//!   handles it makes there without touching the count (the statement
+//!   gives back the credits left when it moves on to a new block or is
+//!   dropped). Whoever drops it to zero frees the block; nothing in a
+//!   block has drop glue of its own left to run then.
 
 use crate::loom::{AtomicUsize, Ordering, UnsafeCell, fence};
 use crate::op::{BlockCx, Op};
 use smallvec::SmallVec;
 use std::alloc::{Layout, handle_alloc_error};
+use std::cell::Cell;
 use std::fmt;
 use std::mem::{ManuallyDrop, MaybeUninit};
 use std::pin::Pin;
@@ -111,6 +119,12 @@ impl<T> Slot<T> {
 
     /// The handle is dropped.
     fn release(&self) {
+        // Relaxed: `TAKEN` is written only by a take through this handle,
+        // which happened before its drop, and is final (the statement puts
+        // once, from `EMPTY`): no value is left, and nobody else will look.
+        if self.state.load(Ordering::Relaxed) == TAKEN {
+            return;
+        }
         // Acquire: pairs with `put`'s Release, so a value found is visible.
         if self.state.swap(GONE, Ordering::Acquire) == FULL {
             // SAFETY: we moved `FULL -> GONE`: the value is ours.
@@ -119,19 +133,39 @@ impl<T> Slot<T> {
     }
 }
 
-/// A clause's record: the result slot and the op (see the module docs).
-struct Record<O: Op> {
+/// The start of every record, whatever its op: where the op's methods are
+/// and the statement's bookkeeping of the clause, so a statement keeps one
+/// thin pointer per clause ([`CellRef`]) and small enough to move cheaply.
+/// Touched only by the statement.
+#[repr(C)]
+struct Head<'a> {
+    /// The record itself, as the statement performs it.
+    cell: NonNull<dyn ClauseCell + 'a>,
+    /// Acquired: its op committed and its result was put.
+    done: Cell<bool>,
+    /// In a blocked round: its first leaf among the round's leaves...
+    first_leaf: Cell<usize>,
+    /// ...and how many it has.
+    leaves: Cell<usize>,
+}
+
+/// A clause's record: its head, the result slot and the op (see the module
+/// docs).
+#[repr(C)]
+struct Record<'a, O: Op> {
+    /// First (`repr(C)`): a [`CellRef`] points at it.
+    head: Head<'a>,
     slot: Slot<O::Output>,
     op: UnsafeCell<ManuallyDrop<O>>,
 }
 
-// SAFETY: the op is touched by one thread at a time (the statement's owner;
-// `O: Send` lets it move between threads with the statement); the slot's
-// value moves from the statement's thread to a handle's (`Output: Send`),
-// its accesses ordered by `state` (module docs).
-unsafe impl<O: Op + Send> Sync for Record<O> where O::Output: Send {}
+// SAFETY: the op and the head are touched by one thread at a time (the
+// statement's owner; `O: Send` lets it move between threads with the
+// statement); the slot's value moves from the statement's thread to a
+// handle's (`Output: Send`), its accesses ordered by `state` (module docs).
+unsafe impl<O: Op + Send> Sync for Record<'_, O> where O::Output: Send {}
 // SAFETY: as above.
-unsafe impl<O: Op + Send> Send for Record<O> where O::Output: Send {}
+unsafe impl<O: Op + Send> Send for Record<'_, O> where O::Output: Send {}
 
 /// The statement's view of a record: the op, type-erased, whose result goes
 /// to the slot.
@@ -166,7 +200,7 @@ pub(super) trait ClauseCell: Send + Sync {
     unsafe fn drop_op(&self);
 }
 
-impl<O: Op + Send> Record<O>
+impl<O: Op + Send> Record<'_, O>
 where
     O::Output: Send,
 {
@@ -187,7 +221,7 @@ where
 }
 
 // The methods' contract is the trait's; each forwards to the op.
-impl<O: Op + Send> ClauseCell for Record<O>
+impl<O: Op + Send> ClauseCell for Record<'_, O>
 where
     O::Output: Send,
 {
@@ -268,6 +302,12 @@ struct Header {
 /// for a few clauses of the usual ops.
 const BLOCK_SIZE: usize = 512;
 
+/// References a statement counts ahead in a new block, for the handles it
+/// will make there (module invariants): a statement of up to this many
+/// clauses per block touches each block's count only when it makes the
+/// block and when it drops it.
+const CREDITS: usize = 7;
+
 /// Drops one reference to the block at `header`, freeing it if it was the
 /// last.
 ///
@@ -275,11 +315,23 @@ const BLOCK_SIZE: usize = 512;
 ///
 /// The caller owns one of the block's references and gives it up.
 unsafe fn release(header: NonNull<Header>) {
+    // SAFETY: the caller's contract.
+    unsafe { release_n(header, 1) }
+}
+
+/// Drops `n` references to the block at `header`, freeing it if they were
+/// the last.
+///
+/// # Safety
+///
+/// The caller owns `n` (at least one) of the block's references and gives
+/// them up.
+unsafe fn release_n(header: NonNull<Header>, n: usize) {
     // SAFETY: the block lives while we hold a reference.
     let h = unsafe { header.as_ref() };
     // Release: our accesses to the block happen before whoever frees it;
     // that one's Acquire fence below pairs with every other Release here.
-    if h.refs.fetch_sub(1, Ordering::Release) != 1 {
+    if h.refs.fetch_sub(n, Ordering::Release) != n {
         return;
     }
     fence(Ordering::Acquire);
@@ -300,6 +352,9 @@ pub(super) struct Blocks {
     blocks: SmallVec<[NonNull<Header>; 1]>,
     /// Bytes used in the last block, its header included.
     used: usize,
+    /// References to the last block counted ahead and not handed out yet
+    /// (module invariants).
+    credits: usize,
 }
 
 // SAFETY: the blocks are only reached through the records, whose own
@@ -314,26 +369,54 @@ impl Blocks {
         Blocks {
             blocks: SmallVec::new(),
             used: 0,
+            credits: 0,
         }
     }
 
     /// Room for a `T` in the last block, or in a new one: its address, and
     /// the block (with a reference taken for the caller).
+    #[inline]
     fn place<T>(&mut self) -> (NonNull<T>, NonNull<Header>) {
-        let record = Layout::new::<T>();
+        let (ptr, header) = self.place_layout(Layout::new::<T>());
+        (ptr.cast(), header)
+    }
+
+    /// [`place`](Self::place) for a record of layout `record`.
+    #[inline]
+    fn place_layout(&mut self, record: Layout) -> (NonNull<u8>, NonNull<Header>) {
         if let Some(&header) = self.blocks.last() {
             // SAFETY: the statement's reference keeps the block alive.
             let h = unsafe { header.as_ref() };
             let at = self.used.next_multiple_of(record.align());
             if record.align() <= h.layout.align() && at + record.size() <= h.layout.size() {
                 self.used = at + record.size();
-                // Relaxed: a new reference made from one we hold (as
-                // `Arc::clone`).
-                h.refs.fetch_add(1, Ordering::Relaxed);
-                // SAFETY: `at` is inside the block, aligned for `T`.
-                let ptr = unsafe { header.cast::<u8>().add(at) };
-                return (ptr.cast(), header);
+                if self.credits > 0 {
+                    // A reference counted ahead (module invariants).
+                    self.credits -= 1;
+                } else {
+                    // Relaxed: a new reference made from one we hold (as
+                    // `Arc::clone`).
+                    h.refs.fetch_add(1, Ordering::Relaxed);
+                }
+                // SAFETY: `at` is inside the block, aligned for the record.
+                return (unsafe { header.cast::<u8>().add(at) }, header);
             }
+        }
+        self.place_in_new_block(record)
+    }
+
+    /// [`place_layout`](Self::place_layout) when the last block has no room
+    /// (or there is none yet): a new block.
+    #[inline(never)]
+    fn place_in_new_block(&mut self, record: Layout) -> (NonNull<u8>, NonNull<Header>) {
+        if let Some(&header) = self.blocks.last()
+            && self.credits > 0
+        {
+            // Moving on: the credits left in the last block go back. Never
+            // its last references (we keep our own).
+            // SAFETY: references we hold, given up once.
+            unsafe { release_n(header, self.credits) };
+            self.credits = 0;
         }
         let (layout, at) = Layout::new::<Header>()
             .extend(record)
@@ -346,51 +429,101 @@ impl Blocks {
             handle_alloc_error(layout)
         };
         let header = block.cast::<Header>();
-        // SAFETY: freshly allocated for a header and more. Two references:
-        // the statement's and the caller's.
+        // SAFETY: freshly allocated for a header and more. References: the
+        // statement's, the caller's and the statement's credits.
         unsafe {
             header.write(Header {
-                refs: AtomicUsize::new(2),
+                refs: AtomicUsize::new(2 + CREDITS),
                 layout,
             });
         }
         self.blocks.push(header);
         self.used = at + record.size();
-        // SAFETY: `at` is inside the block, aligned for `T`.
-        (unsafe { block.add(at) }.cast(), header)
+        self.credits = CREDITS;
+        // SAFETY: `at` is inside the block, aligned for the record.
+        (unsafe { block.add(at) }, header)
     }
 }
 
 impl Drop for Blocks {
     fn drop(&mut self) {
-        for &header in &self.blocks {
-            // SAFETY: the statement's reference, given up once.
-            unsafe { release(header) };
+        let last = self.blocks.len().saturating_sub(1);
+        for (i, &header) in self.blocks.iter().enumerate() {
+            // The statement's reference, and in the last block its credits
+            // left.
+            let n = if i == last { 1 + self.credits } else { 1 };
+            // SAFETY: references we hold, given up once.
+            unsafe { release_n(header, n) };
         }
     }
 }
 
-/// A record, as the statement sees it: the op, type-erased, in a block the
-/// statement holds a reference to.
-pub(super) struct CellRef<'a>(NonNull<dyn ClauseCell + 'a>);
+/// A record, as the statement sees it: a thin pointer to its [`Head`],
+/// in a block the statement holds a reference to; derefs to the op,
+/// type-erased.
+pub(super) struct CellRef<'a>(NonNull<Head<'a>>);
 
 // SAFETY: a `ClauseCell` is `Send + Sync`, and the statement's reference
-// keeps it alive wherever the statement goes.
+// keeps it alive wherever the statement goes; the head is the statement's
+// alone.
 unsafe impl Send for CellRef<'_> {}
-// SAFETY: as above.
+// SAFETY: as above (`&CellRef` gives only reads of the head, and the
+// statement that shares it does not write meanwhile).
 unsafe impl Sync for CellRef<'_> {}
 
-impl<'a> std::ops::Deref for CellRef<'a> {
-    type Target = dyn ClauseCell + 'a;
-
-    fn deref(&self) -> &Self::Target {
+impl<'a> CellRef<'a> {
+    fn head(&self) -> &Head<'a> {
         // SAFETY: the record lives in a block the statement (our owner,
         // with its `Blocks`) holds a reference to.
         unsafe { self.0.as_ref() }
     }
+
+    /// Whether the clause was acquired.
+    #[inline]
+    pub(super) fn done(&self) -> bool {
+        self.head().done.get()
+    }
+
+    /// The clause was acquired.
+    #[inline]
+    pub(super) fn set_done(&mut self) {
+        self.head().done.set(true);
+    }
+
+    /// Its first leaf in the blocked round.
+    #[inline]
+    pub(super) fn first_leaf(&self) -> usize {
+        self.head().first_leaf.get()
+    }
+
+    /// How many leaves it has in the blocked round.
+    #[inline]
+    pub(super) fn leaves_in_round(&self) -> usize {
+        self.head().leaves.get()
+    }
+
+    /// Numbers its leaves in a round about to block: `first` and `leaves`.
+    #[inline]
+    pub(super) fn set_leaves(&mut self, first: usize, leaves: usize) {
+        let h = self.head();
+        h.first_leaf.set(first);
+        h.leaves.set(leaves);
+    }
+}
+
+impl<'a> std::ops::Deref for CellRef<'a> {
+    type Target = dyn ClauseCell + 'a;
+
+    #[inline]
+    fn deref(&self) -> &Self::Target {
+        // SAFETY: the record (the head's own, which `cell` points at) lives
+        // while the head does.
+        unsafe { self.head().cell.as_ref() }
+    }
 }
 
 /// A new record for `op` in `blocks`: the statement's view, and the handle.
+#[inline]
 pub(super) fn record<'a, O>(
     blocks: &mut Blocks,
     op: O,
@@ -401,19 +534,31 @@ where
     O: Op + Send + 'a,
     O::Output: Send + 'a,
 {
-    let (ptr, block) = blocks.place::<Record<O>>();
+    let (ptr, block) = blocks.place::<Record<'a, O>>();
+    let cell: NonNull<dyn ClauseCell + 'a> = ptr;
     // SAFETY: room for the record, ours alone.
     unsafe {
         ptr.write(Record {
+            head: Head {
+                cell,
+                done: Cell::new(false),
+                first_leaf: Cell::new(0),
+                leaves: Cell::new(0),
+            },
             slot: Slot::new(),
             op: UnsafeCell::new(ManuallyDrop::new(op)),
         });
     }
-    // SAFETY: a field of the record just written.
-    let slot = unsafe { NonNull::new_unchecked(std::ptr::addr_of_mut!((*ptr.as_ptr()).slot)) };
-    let cell: NonNull<dyn ClauseCell + 'a> = ptr;
+    // SAFETY: fields of the record just written; the head is its first
+    // (`repr(C)`).
+    let (head, slot) = unsafe {
+        (
+            ptr.cast::<Head<'a>>(),
+            NonNull::new_unchecked(std::ptr::addr_of_mut!((*ptr.as_ptr()).slot)),
+        )
+    };
     (
-        CellRef(cell),
+        CellRef(head),
         Clause {
             index,
             stmt,

@@ -30,11 +30,38 @@ use std::ops::{BitAnd, BitOr};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct StmtId(u64);
 
+/// Identities a thread takes from the process's counter at a time: it
+/// hands them out without touching the shared counter again (no atomic
+/// read-modify-write per statement, and no cache line shared by threads
+/// making statements).
+const IDS_PER_THREAD_RANGE: u64 = 1 << 20;
+
 impl StmtId {
     pub(super) fn new() -> Self {
-        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        // Relaxed: only uniqueness matters (64 bits never wrap in practice).
-        StmtId(NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+        use std::cell::Cell;
+        use std::sync::atomic::{AtomicU64, Ordering};
+        /// The next range's start (ranges never overlap: 64 bits never
+        /// wrap in practice).
+        static NEXT_RANGE: AtomicU64 = AtomicU64::new(0);
+        thread_local! {
+            /// This thread's next identity and the end of its range.
+            static RANGE: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
+        }
+        // Relaxed: only uniqueness matters.
+        let take_range = || NEXT_RANGE.fetch_add(IDS_PER_THREAD_RANGE, Ordering::Relaxed);
+        RANGE
+            .try_with(|range| {
+                let (mut next, mut end) = range.get();
+                if next == end {
+                    next = take_range();
+                    end = next + IDS_PER_THREAD_RANGE;
+                }
+                range.set((next + 1, end));
+                StmtId(next)
+            })
+            // The thread's locals are gone (a statement made while the
+            // thread exits): a range of its own.
+            .unwrap_or_else(|_| StmtId(take_range()))
     }
 }
 

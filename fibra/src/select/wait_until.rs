@@ -51,16 +51,9 @@ pub use super::pred::Pred;
 /// Clause records kept inline in the statement.
 const INLINE_CLAUSES: usize = 4;
 
-/// One clause, as the statement sees it.
-struct Entry<'a> {
-    cell: CellRef<'a>,
-    /// Acquired: its op committed and its result was put.
-    done: bool,
-    /// In a blocked round: its first leaf among the round's leaves...
-    first_leaf: usize,
-    /// ...and how many it has.
-    leaves: usize,
-}
+/// One clause, as the statement sees it: its record (the op, and the
+/// statement's bookkeeping of the clause: done, its leaves in a round).
+type Entry<'a> = CellRef<'a>;
 
 /// Cforall's `waituntil` statement: wait until a predicate over several
 /// clauses — ops joined by `and` (`&`) and `or` (`|`), with brackets —
@@ -134,7 +127,7 @@ impl Drop for WaitUntil<'_> {
         for c in &self.clauses {
             // SAFETY: we own the records; nothing is published (a blocked
             // `Rounds` ended its round in its own drop, before this one).
-            unsafe { c.cell.drop_op() };
+            unsafe { c.drop_op() };
         }
     }
 }
@@ -165,18 +158,14 @@ impl<'a> WaitUntil<'a> {
     /// assert!(w.run_blocking(c.done()));
     /// assert_eq!(c.take(), Some("ready"));
     /// ```
+    #[inline]
     pub fn add<O>(&mut self, op: O) -> Clause<O::Output>
     where
         O: Op + Send + 'a,
         O::Output: Send + 'a,
     {
         let (cell, clause) = record(&mut self.blocks, op, self.clauses.len(), self.stmt);
-        self.clauses.push(Entry {
-            cell,
-            done: false,
-            first_leaf: 0,
-            leaves: 0,
-        });
+        self.clauses.push(cell);
         clause
     }
 
@@ -204,6 +193,7 @@ impl<'a> WaitUntil<'a> {
     ///     assert_eq!((a.take(), b.take()), (Some(Ok(1)), Some(Ok(2))));
     /// });
     /// ```
+    #[inline]
     pub fn run(self, pred: Pred) -> impl Future<Output = bool> + 'a {
         let n = self.clauses.len();
         // Could it hold once every clause is done? If not, it never will
@@ -255,21 +245,21 @@ impl<'a> WaitUntil<'a> {
 
     /// Clause `i` was acquired.
     fn set_done(&mut self, i: usize) {
-        self.clauses[i].done = true;
+        self.clauses[i].set_done();
         self.done |= bit_of(i);
     }
 
     /// The clauses still waiting.
     fn waiting(&self) -> impl Iterator<Item = &Entry<'a>> {
-        self.clauses.iter().filter(|c| !c.done)
+        self.clauses.iter().filter(|c| !c.done())
     }
 
     /// Withdraws every clause still waiting but `keep`.
     fn withdraw_all_but(&self, keep: Option<usize>) {
         for (i, c) in self.clauses.iter().enumerate() {
-            if !c.done && Some(i) != keep {
+            if !c.done() && Some(i) != keep {
                 // SAFETY: we own the records (`ClauseCell`'s contract).
-                unsafe { c.cell.withdraw() };
+                unsafe { c.withdraw() };
             }
         }
     }
@@ -278,7 +268,9 @@ impl<'a> WaitUntil<'a> {
     fn owner_of(&self, leaf: usize) -> usize {
         self.clauses
             .iter()
-            .position(|c| !c.done && (c.first_leaf..c.first_leaf + c.leaves).contains(&leaf))
+            .position(|c| {
+                !c.done() && (c.first_leaf()..c.first_leaf() + c.leaves_in_round()).contains(&leaf)
+            })
             .unwrap_or_else(|| unreachable!("leaf {leaf} outside the round"))
     }
 }
@@ -316,9 +308,9 @@ impl Drop for WithdrawOnUnwind<'_, '_> {
         if !self.armed {
             return;
         }
-        for c in self.clauses.iter().filter(|c| !c.done) {
+        for c in self.clauses.iter().filter(|c| !c.done()) {
             // SAFETY: we own the records.
-            unsafe { c.cell.withdraw_unwound() };
+            unsafe { c.withdraw_unwound() };
         }
     }
 }
@@ -334,7 +326,7 @@ fn bit_of(i: usize) -> u64 {
 /// Whether `pred` holds for statement `stmt` whose clauses are `clauses`
 /// (`done`: the mask of the first 64 done).
 fn holds_now(pred: &Pred, stmt: StmtId, done: u64, clauses: &[Entry<'_>]) -> bool {
-    pred.holds(stmt, done, &|i| clauses.get(i).is_some_and(|c| c.done))
+    pred.holds(stmt, done, &|i| clauses.get(i).is_some_and(|c| c.done()))
 }
 
 /// The future of [`WaitUntil::run`]: rounds until the predicate holds.
@@ -363,23 +355,23 @@ impl Rounds<'_> {
         let WaitUntil { clauses, done, .. } = &mut self.w;
         let clauses: &mut [Entry<'_>] = clauses;
         let len = clauses.len();
-        let waiting = clauses.iter().filter(|c| !c.done).count();
+        let waiting = clauses.iter().filter(|c| !c.done()).count();
         if waiting == 0 {
             return Started::Exhausted;
         }
         // A fair start: the `k`-th clause still waiting.
         let k = crate::op::rng::below(waiting);
         let start = (clauses.iter().enumerate())
-            .filter(|(_, c)| !c.done)
+            .filter(|(_, c)| !c.done())
             .nth(k)
             .map_or(0, |(i, _)| i);
         let mut round = WithdrawOnUnwind {
             clauses: &mut *clauses,
             armed: true,
         };
-        for c in round.clauses.iter().filter(|c| !c.done) {
+        for c in round.clauses.iter().filter(|c| !c.done()) {
             // SAFETY: we own the records.
-            unsafe { c.cell.prepare() };
+            unsafe { c.prepare() };
         }
         // Once a clause commits, the round goes on trying only the clauses
         // every completion needs (`must`): each is tried once, as in a
@@ -388,12 +380,12 @@ impl Rounds<'_> {
         let mut acquired = false;
         for i in (start..len).chain(0..start) {
             let c = &mut round.clauses[i];
-            if c.done || (acquired && must & bit_of(i) == 0) {
+            if c.done() || (acquired && must & bit_of(i) == 0) {
                 continue;
             }
             // SAFETY: we own the records.
-            if unsafe { c.cell.try_now() } {
-                c.done = true;
+            if unsafe { c.try_now() } {
+                c.set_done();
                 *done |= bit_of(i);
                 acquired = true;
                 if holds_now(pred, stmt, *done, round.clauses) {
@@ -406,22 +398,22 @@ impl Rounds<'_> {
         if acquired {
             // The clauses not acquired may have built guards or nacks:
             // they lost this round.
-            for c in clauses.iter().filter(|c| !c.done) {
+            for c in clauses.iter().filter(|c| !c.done()) {
                 // SAFETY: we own the records.
-                unsafe { c.cell.withdraw() };
+                unsafe { c.withdraw() };
             }
             return Started::Acquired;
         }
         // Block: number the leaves, then publish from the same start.
         let mut leaf = 0;
         let mut remote = false;
-        for c in clauses.iter_mut().filter(|c| !c.done) {
-            c.first_leaf = leaf;
+        for c in clauses.iter_mut().filter(|c| !c.done()) {
             // SAFETY: we own the records.
-            c.leaves = unsafe { c.cell.leaves() };
-            leaf += c.leaves;
+            let leaves = unsafe { c.leaves() };
+            c.set_leaves(leaf, leaves);
+            leaf += leaves;
             // SAFETY: as above.
-            remote |= unsafe { c.cell.commits_remotely() };
+            remote |= unsafe { c.commits_remotely() };
         }
         self.remote = remote;
         // No record points at the opstate between rounds (invariants).
@@ -432,7 +424,7 @@ impl Rounds<'_> {
         self.phase = Phase::Blocked;
         for i in (start..len).chain(0..start) {
             let c = &clauses[i];
-            if c.done {
+            if c.done() {
                 continue;
             }
             if self.state.load() != Seen::Waiting {
@@ -440,13 +432,13 @@ impl Rounds<'_> {
             }
             let cx = BlockCx {
                 state: &self.state,
-                leaf: c.first_leaf,
+                leaf: c.first_leaf(),
                 waker,
                 exclusive: !remote,
                 install: None,
             };
             // SAFETY: we own the records.
-            unsafe { c.cell.block(cx) };
+            unsafe { c.block(cx) };
         }
         Started::Blocked
     }
@@ -460,13 +452,13 @@ impl Rounds<'_> {
             }
             let cx = BlockCx {
                 state: &self.state,
-                leaf: c.first_leaf,
+                leaf: c.first_leaf(),
                 waker,
                 exclusive: !self.remote,
                 install: None,
             };
             // SAFETY: we own the records.
-            unsafe { c.cell.repoll(cx) };
+            unsafe { c.repoll(cx) };
         }
     }
 
@@ -479,7 +471,7 @@ impl Rounds<'_> {
         self.w.set_done(winner);
         let c = &self.w.clauses[winner];
         // SAFETY: we own the records.
-        unsafe { c.cell.finish(leaf - c.first_leaf) };
+        unsafe { c.finish(leaf - c.first_leaf()) };
     }
 }
 
@@ -558,7 +550,7 @@ impl Drop for Rounds<'_> {
                 self.w.withdraw_all_but(Some(winner));
                 let c = &self.w.clauses[winner];
                 // SAFETY: we own the records.
-                unsafe { c.cell.abandon(leaf - c.first_leaf) };
+                unsafe { c.abandon(leaf - c.first_leaf()) };
             }
         }
     }
