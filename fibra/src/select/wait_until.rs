@@ -16,11 +16,13 @@
 //! does for one op), over the clause records it keeps: every round
 //! re-performs the same ops in place (an op that lost a choice is withdrawn
 //! and left as it was before the perform, so it can be performed again),
-//! with one opstate, reset between rounds. A statement allocates one block
-//! for its clauses' records (`clause_cell.rs`: each op and its result slot;
-//! more blocks only if they outgrow it) and nothing else for up to four
-//! clauses; its predicate is a mask, or a few sets of clauses, built as it
-//! is written (`pred.rs`).
+//! with one opstate, reset between rounds. A statement takes one block for
+//! its clauses' records (`clause_cell.rs`: each op, its result slot and the
+//! statement's bookkeeping of the clause; more blocks only if they outgrow
+//! it; the last block freed on a thread is kept for the next statement
+//! there) and nothing else for up to four clauses, of which it keeps a
+//! pointer each; its predicate is a mask, or a few sets of clauses, built
+//! as it is written (`pred.rs`).
 //!
 //! # Invariants
 //!
