@@ -416,7 +416,13 @@ mod spare {
         #[cfg(not(any(loom, fibra_system_alloc)))]
         if layout == kept::KEPT
             && kept::SPARE
-                .try_with(|s| s.0.get().is_none() && s.0.replace(Some(block)).is_none())
+                .try_with(|s| {
+                    let empty = s.0.get().is_none();
+                    if empty {
+                        s.0.set(Some(block));
+                    }
+                    empty
+                })
                 .unwrap_or(false)
         {
             return;
@@ -453,17 +459,11 @@ impl Blocks {
         }
     }
 
-    /// Room for a `T` in the last block, or in a new one: its address, and
-    /// the block (with a reference taken for the caller).
+    /// Room for a record of layout `record` in the last block, or in a new
+    /// one: its address, and the block (with a reference taken for the
+    /// caller).
     #[inline]
-    fn place<T>(&mut self) -> (NonNull<T>, NonNull<Header>) {
-        let (ptr, header) = self.place_layout(Layout::new::<T>());
-        (ptr.cast(), header)
-    }
-
-    /// [`place`](Self::place) for a record of layout `record`.
-    #[inline]
-    fn place_layout(&mut self, record: Layout) -> (NonNull<u8>, NonNull<Header>) {
+    fn place(&mut self, record: Layout) -> (NonNull<u8>, NonNull<Header>) {
         if let Some(&header) = self.blocks.last() {
             // SAFETY: the statement's reference keeps the block alive.
             let h = unsafe { header.as_ref() };
@@ -485,7 +485,7 @@ impl Blocks {
         self.place_in_new_block(record)
     }
 
-    /// [`place_layout`](Self::place_layout) when the last block has no room
+    /// [`place`](Self::place) when the last block has no room
     /// (or there is none yet): a new block.
     #[inline(never)]
     fn place_in_new_block(&mut self, record: Layout) -> (NonNull<u8>, NonNull<Header>) {
@@ -614,7 +614,8 @@ where
     O: Op + Send + 'a,
     O::Output: Send + 'a,
 {
-    let (ptr, block) = blocks.place::<Record<'a, O>>();
+    let (ptr, block) = blocks.place(Layout::new::<Record<'a, O>>());
+    let ptr = ptr.cast::<Record<'a, O>>();
     let cell: NonNull<dyn ClauseCell + 'a> = ptr;
     // SAFETY: room for the record, ours alone.
     unsafe {
