@@ -16,6 +16,10 @@ ARGS:
 OPTIONS:
     --quick          tiny parameters: the whole suite runs in seconds (CI)
     --runs N         timed runs per row, after one warm-up run [default: 5]
+    --passes N       split each row's runs into N passes, each with its own warm-up
+                     and process, interleaved with the other systems' passes of the
+                     same workload, so a slow stretch of the machine hits every
+                     system alike [default: 3; at most --runs]
     --json           print the report JSON on stdout instead of the table
     --workers N      workers of fibra's multi-thread runtime in the `fibra` rows
                      [default: one per core] (`fibra-1` always has 1)
@@ -43,6 +47,8 @@ pub struct Options {
     pub quick: bool,
     /// Timed runs per row (the warm-up run comes on top).
     pub runs: usize,
+    /// Interleaved passes the runs are split into (at most `runs`).
+    pub passes: usize,
     /// Print the report JSON instead of the table.
     pub json: bool,
     /// Workers of fibra's multi-thread runtime in the `fibra` rows.
@@ -60,6 +66,7 @@ impl Default for Options {
         Self {
             quick: false,
             runs: 5,
+            passes: 3,
             json: false,
             workers: None,
             list: false,
@@ -99,7 +106,7 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Command, String>
 
     let mut options = Options::default();
     let mut parser = lexopt::Parser::from_args(args);
-    // A count of at least 1, for `--runs` and `--workers`.
+    // A count of at least 1, for `--runs`, `--passes` and `--workers`.
     let count = |parser: &mut lexopt::Parser, name: &str| -> Result<usize, String> {
         let text = parser.value().map_err(|e| e.to_string())?;
         let text = text.to_string_lossy();
@@ -116,6 +123,7 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Command, String>
             Long("json") => options.json = true,
             Long("list") => options.list = true,
             Long("runs") => options.runs = count(&mut parser, "runs")?,
+            Long("passes") => options.passes = count(&mut parser, "passes")?,
             Long("workers") => options.workers = Some(count(&mut parser, "workers")?),
             Long("system") => {
                 let name = parser.value().map_err(|e| e.to_string())?;
@@ -151,6 +159,7 @@ mod tests {
     fn defaults() {
         assert_eq!(options(&[]), Options::default());
         assert_eq!(Options::default().runs, 5);
+        assert_eq!(Options::default().passes, 3);
     }
 
     #[test]
@@ -169,6 +178,7 @@ mod tests {
         assert_eq!(o.workers, Some(2));
         assert_eq!(o.filters, ["spsc", "general"]);
         assert_eq!(options(&["--runs=7"]).runs, 7);
+        assert_eq!(options(&["--passes", "2"]).passes, 2);
     }
 
     #[test]
@@ -181,6 +191,7 @@ mod tests {
         assert!(parse_strs(&["--fast"]).is_err());
         assert!(parse_strs(&["--quick=yes"]).is_err());
         assert!(parse_strs(&["--workers", "0"]).is_err());
+        assert!(parse_strs(&["--passes", "0"]).is_err());
         let unknown = parse_strs(&["--fast"]).unwrap_err();
         assert!(unknown.contains("--fast"), "{unknown}");
     }

@@ -1,5 +1,14 @@
 //! Running rows: one warm-up run, then N timed runs, every result checked;
 //! statistics; progress on stderr.
+//!
+//! The rows of one workload (same group, workload and params: the rows
+//! whose ratios are compared) are measured in passes, interleaved: pass 1
+//! of every system, then pass 2 of every system, and so on, each pass a
+//! fresh process (or peer program) with a warm-up of its own and a share
+//! of the timed runs. The machines this runs on are shared and slow down
+//! for seconds at a time; measured row after row, a slow stretch lands on
+//! one system's whole row and moves a ratio, while interleaved it lands on
+//! one pass of each, and the median over every pass's runs discounts it.
 
 use std::any::Any;
 use std::fmt;
@@ -16,7 +25,7 @@ use crate::peers::http_load::{self, HttpServer};
 use crate::peers::run_line::PeerRun;
 use crate::peers::wrk;
 use crate::report::Row;
-use crate::system::{Allocator, System};
+use crate::system::Allocator;
 use crate::workloads::Config;
 
 /// Median, min and max of the timed runs, in seconds.
@@ -137,19 +146,60 @@ struct TimedRuns {
 }
 
 impl TimedRuns {
-    /// The samples and the figure `cpu_pct`: the median over the runs of
-    /// CPU time over wall time, in percent (200: two cores busy
-    /// throughout).
-    fn into_samples(self) -> Samples {
+    /// The samples and the figure `cpu_pct`: per run, CPU time over wall
+    /// time, in percent (200: two cores busy throughout).
+    fn into_measured(self) -> Measured {
         let shares: Vec<f64> = self
             .wall
             .iter()
             .zip(&self.cpu)
-            .map(|(wall, cpu)| if *wall > 0.0 { cpu / wall } else { 0.0 })
+            .map(|(wall, cpu)| if *wall > 0.0 { cpu * 100.0 / wall } else { 0.0 })
             .collect();
-        let share = Stats::from_samples(&shares).median_s;
-        let figures = Params::new().with("cpu_pct", (share * 100.0).round() as u64);
-        Samples::Timed(self.wall, figures)
+        let mut measured = Measured {
+            seconds: self.wall,
+            figures: Vec::new(),
+        };
+        measured.figure("cpu_pct", shares);
+        measured
+    }
+}
+
+/// A row's timed runs so far, every pass's: seconds, and the value of
+/// each figure (`cpu_pct`, `bytes_per_task`, ...) per run.
+#[derive(Debug, Default)]
+struct Measured {
+    seconds: Vec<f64>,
+    figures: Vec<(&'static str, Vec<f64>)>,
+}
+
+impl Measured {
+    /// Adds `values` (one per run) to the figure `name`.
+    fn figure(&mut self, name: &'static str, values: Vec<f64>) {
+        match self.figures.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, old)) => old.extend(values),
+            None => self.figures.push((name, values)),
+        }
+    }
+
+    /// Adds a later pass's runs.
+    fn append(&mut self, pass: Self) {
+        self.seconds.extend(pass.seconds);
+        for (name, values) in pass.figures {
+            self.figure(name, values);
+        }
+    }
+
+    /// The samples and the median (rounded) of every figure that every run
+    /// reported.
+    fn finish(self) -> (Vec<f64>, Params) {
+        let mut figures = Params::new();
+        for (name, values) in self.figures {
+            if values.len() == self.seconds.len() && !values.is_empty() {
+                let median = Stats::from_samples(&values).median_s;
+                figures = figures.with(name, median.max(0.0).round() as u64);
+            }
+        }
+        (self.seconds, figures)
     }
 }
 
@@ -180,6 +230,9 @@ pub struct Summary {
 /// Runs rows and remembers per-run state such as the built peer programs.
 pub struct Harness {
     runs: usize,
+    /// Passes each row's runs are split into, interleaved with the other
+    /// rows of its workload (module docs); at most `runs`.
+    passes: usize,
     peers: Peers,
     /// Run each in-process row in a fresh process of this executable,
     /// which builds the rows from this configuration ([`row_main`]).
@@ -189,16 +242,36 @@ pub struct Harness {
     mimalloc: Option<Result<PathBuf, String>>,
 }
 
+/// A row being measured: its case, and what its passes gave so far.
+struct Pending {
+    label: String,
+    case: Case,
+    /// An in-process row's run, once set up (rows measured in this
+    /// process: its later passes reuse it).
+    prepared: Option<RunFn>,
+    measured: Option<Measured>,
+    /// Why the row cannot run; no later pass tries it again.
+    skipped: Option<String>,
+}
+
 impl Harness {
-    /// A harness doing `runs` timed runs per row; `peers` are prepared
-    /// (built, compiled) on first use.
+    /// A harness doing `runs` timed runs per row, in one pass; `peers` are
+    /// prepared (built, compiled) on first use.
     pub fn new(runs: usize, peers: Peers) -> Self {
         Self {
             runs,
+            passes: 1,
             peers,
             isolate: None,
             mimalloc: None,
         }
+    }
+
+    /// Splits each row's runs into `passes` passes (at most one per run),
+    /// interleaved with the other rows of its workload (module docs).
+    pub fn passes(mut self, passes: usize) -> Self {
+        self.passes = passes.clamp(1, self.runs.max(1));
+        self
     }
 
     /// Runs every in-process row in a process of its own (all its runs
@@ -211,8 +284,15 @@ impl Harness {
         self
     }
 
-    /// Runs every case in order, printing one progress line per row on
-    /// stderr. Stops at the first [`BenchError`].
+    /// Timed runs in pass `pass` (from 0): the runs shared out, the first
+    /// passes taking one more when they do not divide evenly.
+    fn runs_in_pass(&self, pass: usize) -> usize {
+        self.runs / self.passes + usize::from(pass < self.runs % self.passes)
+    }
+
+    /// Runs every case, the rows of each workload in interleaved passes,
+    /// printing one progress line per row and pass on stderr. Stops at the
+    /// first [`BenchError`]. Rows come out in the cases' order.
     pub fn run_all(&mut self, cases: Vec<Case>) -> Result<Summary, BenchError> {
         let mut summary = Summary::default();
         let total = cases.len();
@@ -237,40 +317,81 @@ impl Harness {
         {
             let _ = self.mimalloc_exe();
         }
-        for (i, case) in cases.into_iter().enumerate() {
-            let label = case.label();
-            eprint!("[{}/{total}] {label} ... ", i + 1);
-            let Case {
-                spec,
-                system,
-                runner,
-                note,
-                extra,
-                measured,
-            } = case;
-            match self.measure(&label, &spec, system, runner, measured)? {
-                Samples::Timed(samples, figures) => {
-                    let stats = Stats::from_samples(&samples);
-                    eprintln!(
-                        " {:.4} s (min {:.4}, max {:.4})",
-                        stats.median_s, stats.min_s, stats.max_s
-                    );
-                    summary.rows.push(Row {
-                        spec,
-                        system,
-                        runs: samples.len(),
-                        stats,
-                        note,
-                        extra,
-                        figures,
-                    });
+        let mut cases = cases.into_iter().enumerate().peekable();
+        while let Some(first) = cases.next() {
+            // The rows of one workload: consecutive cases of the same work.
+            let mut block = vec![first];
+            while let Some(next) = cases.next_if(|(_, c)| same_work(&c.spec, &block[0].1.spec)) {
+                block.push(next);
+            }
+            let mut pending: Vec<(usize, Pending)> = block
+                .into_iter()
+                .map(|(i, case)| {
+                    let pending = Pending {
+                        label: case.label(),
+                        case,
+                        prepared: None,
+                        measured: None,
+                        skipped: None,
+                    };
+                    (i, pending)
+                })
+                .collect();
+            for pass in 0..self.passes {
+                let runs = self.runs_in_pass(pass);
+                for (i, row) in &mut pending {
+                    if row.skipped.is_some() {
+                        continue;
+                    }
+                    let of_passes = if self.passes > 1 {
+                        format!(" (pass {}/{})", pass + 1, self.passes)
+                    } else {
+                        String::new()
+                    };
+                    eprint!("[{}/{total}] {}{of_passes} ... ", *i + 1, row.label);
+                    match self.measure(row, runs)? {
+                        Samples::Timed(measured) => {
+                            let stats = Stats::from_samples(&measured.seconds);
+                            eprintln!(
+                                " {:.4} s (min {:.4}, max {:.4})",
+                                stats.median_s, stats.min_s, stats.max_s
+                            );
+                            match &mut row.measured {
+                                Some(so_far) => so_far.append(measured),
+                                None => row.measured = Some(measured),
+                            }
+                        }
+                        Samples::Skipped(reason) => {
+                            eprintln!("skipped ({reason})");
+                            row.skipped = Some(reason);
+                        }
+                    }
                 }
-                Samples::Skipped(reason) => {
-                    eprintln!("skipped ({reason})");
+            }
+            for (_, row) in pending {
+                let Pending {
+                    case,
+                    measured,
+                    skipped,
+                    ..
+                } = row;
+                if let Some(reason) = skipped {
                     if !summary.skipped.contains(&reason) {
                         summary.skipped.push(reason);
                     }
+                    continue;
                 }
+                let Some(measured) = measured else { continue };
+                let (samples, figures) = measured.finish();
+                summary.rows.push(Row {
+                    runs: samples.len(),
+                    stats: Stats::from_samples(&samples),
+                    spec: case.spec,
+                    system: case.system,
+                    note: case.note,
+                    extra: case.extra,
+                    figures,
+                });
             }
         }
         Ok(summary)
@@ -283,21 +404,31 @@ impl Harness {
             .clone()
     }
 
-    /// Runs one row with `runner`: warm-up, timed runs, checks.
-    fn measure(
-        &mut self,
-        label: &str,
-        spec: &Spec,
-        system: System,
-        runner: Runner,
-        measured: &[&'static str],
-    ) -> Result<Samples, BenchError> {
+    /// Runs one pass of `row`: a warm-up and `runs` timed runs, checked.
+    fn measure(&mut self, row: &mut Pending, runs: usize) -> Result<Samples, BenchError> {
+        let label = row.label.as_str();
+        let Case {
+            spec,
+            system,
+            runner,
+            measured,
+            ..
+        } = &mut row.case;
         let peer_error = |message| BenchError::Peer {
             case: label.to_string(),
             message,
         };
+        if let Some(run) = &mut row.prepared {
+            // A later pass of a row set up in this process.
+            return Ok(
+                match catching(label, || time_runs(label, spec, run, runs))? {
+                    Ok(timed) => Samples::Timed(timed.into_measured()),
+                    Err(reason) => Samples::Skipped(reason),
+                },
+            );
+        }
         match runner {
-            Runner::InProcess(setup) => {
+            Runner::InProcess(_) => {
                 let exe = match (system.allocator(), self.isolate) {
                     (Allocator::System, _) => None,
                     (Allocator::Mimalloc, Some(_)) => match self.mimalloc_exe() {
@@ -316,35 +447,48 @@ impl Harness {
                     }
                 };
                 let outcome = match self.isolate {
-                    None => measure_in_process(label, spec, setup, self.runs),
-                    Some(config) => measure_in_row_process(label, &config, exe, self.runs),
-                }?;
+                    None => {
+                        // Set up once; the later passes reuse the run.
+                        let set_up = std::mem::replace(runner, Runner::Unavailable("set up"));
+                        let Runner::InProcess(setup) = set_up else {
+                            unreachable!("matched above")
+                        };
+                        match catching(label, || Ok(setup()))? {
+                            Ok(run) => {
+                                let run = row.prepared.insert(run);
+                                catching(label, || time_runs(label, spec, run, runs))?
+                            }
+                            Err(reason) => Err(reason),
+                        }
+                    }
+                    Some(config) => measure_in_row_process(label, &config, exe, runs)?,
+                };
                 Ok(match outcome {
-                    Ok(timed) => timed.into_samples(),
+                    Ok(timed) => Samples::Timed(timed.into_measured()),
                     Err(reason) => Samples::Skipped(reason),
                 })
             }
-            Runner::External { peer, program } => match self.peers.get(peer).launch() {
+            Runner::External { peer, program } => match self.peers.get(*peer).launch() {
                 Ok(launch) => {
                     let reported = launch
-                        .run(program, &spec.params, self.runs)
+                        .run(program, &spec.params, runs)
                         .map_err(peer_error)?;
                     eprint!("{}", ".".repeat(reported.len()));
-                    check_reported(label, spec, measured, self.runs, &reported)
+                    check_reported(label, spec, measured, runs, &reported)
                 }
                 Err(reason) => Ok(Samples::Skipped(format!("{} rows: {reason}", peer.name()))),
             },
             Runner::Child { args } => {
-                let mut reported = Vec::with_capacity(self.runs + 1);
-                for i in 0..=self.runs {
-                    let run = child::run_once(&args).map_err(peer_error)?;
+                let mut reported = Vec::with_capacity(runs + 1);
+                for i in 0..=runs {
+                    let run = child::run_once(args).map_err(peer_error)?;
                     eprint!("."); // a fresh process per run: show each one
                     reported.push(PeerRun {
                         warmup: i == 0,
                         ..run
                     });
                 }
-                check_reported(label, spec, measured, self.runs, &reported)
+                check_reported(label, spec, measured, runs, &reported)
             }
             Runner::Http { server, load } => {
                 let command = match server {
@@ -352,13 +496,13 @@ impl Harness {
                         let exe = std::env::current_exe()
                             .map_err(|e| peer_error(format!("cannot find this executable: {e}")))?;
                         let mut command = Command::new(exe);
-                        command.args(args);
+                        command.args(args.iter());
                         command
                     }
                     HttpServer::Go(program) => match self.peers.get(Peer::Go).launch() {
                         Ok(launch) => {
                             let mut command = Command::new(&launch.program);
-                            command.args(&launch.args).arg(program);
+                            command.args(&launch.args).arg(*program);
                             command.envs(launch.env.iter().map(|(k, v)| (k, v)));
                             command
                         }
@@ -374,22 +518,45 @@ impl Harness {
                     return Ok(Samples::Skipped(wrk::MISSING.to_string()));
                 };
                 let scratch = crate::paths::output_dir();
-                let reported = http_load::measure(command, &wrk, &scratch, &load, self.runs)
-                    .map_err(peer_error)?;
-                check_reported(label, spec, measured, self.runs, &reported)
+                let reported =
+                    http_load::measure(command, &wrk, &scratch, load, runs).map_err(peer_error)?;
+                check_reported(label, spec, measured, runs, &reported)
             }
             Runner::Unavailable(reason) => Ok(Samples::Skipped(reason.to_string())),
         }
     }
 }
 
+/// Whether two rows do the same work (group, workload and params): they
+/// are compared, so they are measured in interleaved passes.
+fn same_work(a: &Spec, b: &Spec) -> bool {
+    a.group == b.group && a.workload == b.workload && a.params == b.params
+}
+
 /// What measuring a row gave.
 enum Samples {
-    /// Seconds of each timed run, and the medians of the figures the row
-    /// measures.
-    Timed(Vec<f64>, Params),
+    /// The timed runs, with the figures each reported.
+    Timed(Measured),
     /// The row cannot run here, for this reason.
     Skipped(String),
+}
+
+/// Runs `f`, which may panic: a [`SkipRow`] panic skips the row
+/// (`Ok(Err(reason))`), any other is an error naming the row.
+fn catching<T>(
+    label: &str,
+    f: impl FnOnce() -> Result<T, BenchError>,
+) -> Result<Result<T, String>, BenchError> {
+    match panic::catch_unwind(AssertUnwindSafe(f)) {
+        Ok(result) => result.map(Ok),
+        Err(payload) => match payload.downcast::<SkipRow>() {
+            Ok(skip) => Ok(Err(skip.0)),
+            Err(payload) => Err(BenchError::Panicked {
+                case: label.to_string(),
+                message: panic_message(payload.as_ref()),
+            }),
+        },
+    }
 }
 
 /// Set up, warm up once, then time `runs` runs; every result is verified.
@@ -400,37 +567,37 @@ fn measure_in_process(
     setup: Box<dyn FnOnce() -> RunFn>,
     runs: usize,
 ) -> Result<InProcess, BenchError> {
-    let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
+    catching(label, || {
         let mut run = setup();
-        let mut timed = TimedRuns {
-            wall: Vec::with_capacity(runs),
-            cpu: Vec::with_capacity(runs),
-        };
-        for i in 0..=runs {
-            let cpu_start = process_cpu_seconds();
-            let start = Instant::now();
-            let result = run();
-            let seconds = start.elapsed().as_secs_f64();
-            let cpu = process_cpu_seconds() - cpu_start;
-            verify(label, spec, i, result)?;
-            eprint!("."); // one dot per run: long rows show they are alive
-            if i > 0 {
-                timed.wall.push(seconds);
-                timed.cpu.push(cpu);
-            }
+        time_runs(label, spec, &mut run, runs)
+    })
+}
+
+/// Warms `run` up once, then times `runs` runs; every result is verified.
+fn time_runs(
+    label: &str,
+    spec: &Spec,
+    run: &mut RunFn,
+    runs: usize,
+) -> Result<TimedRuns, BenchError> {
+    let mut timed = TimedRuns {
+        wall: Vec::with_capacity(runs),
+        cpu: Vec::with_capacity(runs),
+    };
+    for i in 0..=runs {
+        let cpu_start = process_cpu_seconds();
+        let start = Instant::now();
+        let result = run();
+        let seconds = start.elapsed().as_secs_f64();
+        let cpu = process_cpu_seconds() - cpu_start;
+        verify(label, spec, i, result)?;
+        eprint!("."); // one dot per run: long rows show they are alive
+        if i > 0 {
+            timed.wall.push(seconds);
+            timed.cpu.push(cpu);
         }
-        Ok(timed)
-    }));
-    match outcome {
-        Ok(timed) => timed.map(Ok),
-        Err(payload) => match payload.downcast::<SkipRow>() {
-            Ok(skip) => Ok(Err(skip.0)),
-            Err(payload) => Err(BenchError::Panicked {
-                case: label.to_string(),
-                message: panic_message(payload.as_ref()),
-            }),
-        },
     }
+    Ok(timed)
 }
 
 /// The first argument that makes this executable a row process.
@@ -529,8 +696,7 @@ pub fn row_main(args: &[String], allocator: Allocator) -> ExitCode {
 
 /// Checks the runs an external program reported (one warm-up, then `runs`
 /// timed runs, every result right, every figure in `measured` present) and
-/// returns the timed samples and the figures' medians (rounded) over the
-/// timed runs.
+/// returns the timed runs with their figures.
 fn check_reported(
     label: &str,
     spec: &Spec,
@@ -548,14 +714,13 @@ fn check_reported(
             "expected 1 warm-up and {runs} timed runs, got {reported:?}"
         )));
     }
-    let mut samples = Vec::with_capacity(runs);
+    let mut timed = Measured::default();
     for (i, run) in reported.iter().enumerate() {
         verify(label, spec, i, run.result)?;
         if !run.warmup {
-            samples.push(run.seconds);
+            timed.seconds.push(run.seconds);
         }
     }
-    let mut figures = Params::new();
     for &name in measured {
         let values = reported
             .iter()
@@ -563,8 +728,7 @@ fn check_reported(
             .map(|run| run.figure(name))
             .collect::<Option<Vec<f64>>>()
             .ok_or_else(|| peer_error(format!("a run did not report `{name}`: {reported:?}")))?;
-        let median = Stats::from_samples(&values).median_s;
-        figures = figures.with(name, median.max(0.0).round() as u64);
+        timed.figure(name, values);
     }
     // The cores a run kept busy, where every timed run reported them (the
     // rows this executable runs in a process of their own).
@@ -574,10 +738,9 @@ fn check_reported(
         .map(|run| run.figure("cpu_pct"))
         .collect();
     if let Some(cpu) = cpu.filter(|c| !c.is_empty() && !measured.contains(&"cpu_pct")) {
-        let median = Stats::from_samples(&cpu).median_s;
-        figures = figures.with("cpu_pct", median.max(0.0).round() as u64);
+        timed.figure("cpu_pct", cpu);
     }
-    Ok(Samples::Timed(samples, figures))
+    Ok(Samples::Timed(timed))
 }
 
 /// Checks the result of run `index` (0 is the warm-up).
@@ -719,12 +882,76 @@ mod tests {
             wall: vec![1.0, 2.0, 0.5],
             cpu: vec![1.0, 3.9, 1.0],
         };
-        let Samples::Timed(samples, figures) = timed.into_samples() else {
-            panic!("not timed");
-        };
+        let (samples, figures) = timed.into_measured().finish();
         assert_eq!(samples, [1.0, 2.0, 0.5]);
         // Shares 1.0, 1.95, 2.0: the median is 1.95.
         assert_eq!(figures, Params::new().with("cpu_pct", 195));
+    }
+
+    #[test]
+    fn passes_add_up_their_runs_and_figures() {
+        let mut all = TimedRuns {
+            wall: vec![1.0, 1.0],
+            cpu: vec![1.0, 1.0],
+        }
+        .into_measured();
+        all.append(
+            TimedRuns {
+                wall: vec![1.0],
+                cpu: vec![2.0],
+            }
+            .into_measured(),
+        );
+        let mut partial = Measured::default();
+        partial.seconds.push(3.0);
+        all.append(partial);
+        // A figure one pass did not report is left out.
+        let (samples, figures) = all.finish();
+        assert_eq!(samples, [1.0, 1.0, 1.0, 3.0]);
+        assert_eq!(figures, Params::new());
+    }
+
+    #[test]
+    fn the_rows_of_a_workload_run_in_interleaved_passes() {
+        let order = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+        let row = |system: System, params: u64, tag: &'static str| {
+            let order = order.clone();
+            Spec {
+                params: Params::new().with("n", params),
+                ..spec(7)
+            }
+            .on(
+                system,
+                on_threads(move || {
+                    order.borrow_mut().push(tag);
+                    7
+                }),
+            )
+        };
+        let cases = vec![
+            row(System::Crossbeam, 3, "a"),
+            row(System::FibraThreads, 3, "b"),
+            row(System::Crossbeam, 4, "c"),
+        ];
+        let summary = harness(5).passes(2).run_all(cases).unwrap();
+        // Passes of 3 and 2 timed runs, each after a warm-up; the rows of
+        // one workload alternate pass by pass, the next workload follows.
+        let a = ["a"; 4];
+        let b = ["b"; 4];
+        let expected: Vec<&str> = [&a[..], &b[..], &a[..3], &b[..3], &["c"; 4], &["c"; 3]].concat();
+        assert_eq!(*order.borrow(), expected);
+        let runs: Vec<usize> = summary.rows.iter().map(|r| r.runs).collect();
+        assert_eq!(runs, [5, 5, 5]);
+        assert_eq!(summary.rows[1].system, System::FibraThreads);
+    }
+
+    #[test]
+    fn passes_are_at_most_one_per_run() {
+        let h = harness(2).passes(3);
+        assert_eq!((h.passes, h.runs_in_pass(0), h.runs_in_pass(1)), (2, 1, 1));
+        let h = harness(5).passes(3);
+        let runs: Vec<usize> = (0..3).map(|p| h.runs_in_pass(p)).collect();
+        assert_eq!(runs, [2, 2, 1]);
     }
 
     #[test]
@@ -751,11 +978,12 @@ mod tests {
             (false, 7, Some(310.4)),
             (false, 7, Some(900.0)),
         ]);
-        let Ok(Samples::Timed(samples, figures)) =
+        let Ok(Samples::Timed(timed)) =
             check_reported("row", &spec(7), &["bytes_per_task"], 3, &runs)
         else {
             panic!("not timed");
         };
+        let (samples, figures) = timed.finish();
         assert_eq!(samples, [0.5; 3]);
         assert_eq!(figures, Params::new().with("bytes_per_task", 310));
     }

@@ -104,6 +104,7 @@ fn run(options: &Options, args: &[String]) -> Result<(), Box<dyn Error>> {
     let output_dir = paths::output_dir();
     let peers = Peers::new(&output_dir);
     let summary = Harness::new(options.runs, peers)
+        .passes(options.passes)
         .isolated(config)
         .run_all(selected)?;
 
