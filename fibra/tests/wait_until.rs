@@ -703,6 +703,33 @@ fn choose_all_wakes_the_waker_of_its_latest_poll() {
     );
 }
 
+#[test]
+fn an_and_statement_wakes_the_waker_of_its_latest_poll() {
+    let (tx_a, rx_a) = bounded::<u32>(0);
+    let (tx_b, rx_b) = bounded::<u32>(0);
+    let (tx_c, rx_c) = bounded::<u32>(0);
+    let (first, first_count) = common::WakeCounter::new();
+    let (second, second_count) = common::WakeCounter::new();
+    let mut w = WaitUntil::new();
+    let a = w.add(rx_a.recv_op().wrap(Result::unwrap));
+    let b = w.add(rx_b.recv_op().wrap(Result::unwrap));
+    let c = w.add(rx_c.recv_op().wrap(Result::unwrap));
+    let mut run = pin!(w.run(a.done() & b.done() & c.done()));
+    assert!(common::poll_with(run.as_mut(), &first).is_pending());
+    assert_eq!(tx_a.try_send(1), Ok(()));
+    assert_eq!((first_count.count(), second_count.count()), (1, 0));
+    // A look with another waker acquires a; b and c take the new waker.
+    assert!(common::poll_with(run.as_mut(), &second).is_pending());
+    assert_eq!(a.take(), Some(1));
+    assert_eq!(tx_c.try_send(3), Ok(()));
+    assert_eq!((first_count.count(), second_count.count()), (1, 1));
+    assert!(common::poll_with(run.as_mut(), &second).is_pending());
+    assert_eq!(tx_b.try_send(2), Ok(()));
+    assert_eq!((first_count.count(), second_count.count()), (1, 2));
+    assert_eq!(common::poll_with(run.as_mut(), &second), Poll::Ready(true));
+    assert_eq!((b.take(), c.take()), (Some(2), Some(3)));
+}
+
 /// With three parts or more committed by partners only, the task is woken
 /// once, by the last commit, with the waker of its latest poll.
 #[test]
@@ -901,9 +928,11 @@ fn stress_random_and_or_statements_receive_every_value_exactly_once() {
 
 #[test]
 fn handlers_run_in_the_waiting_task_right_after_each_acquisition() {
-    // Each handler runs on the waiting thread, in acquisition order.
+    // Each handler runs on the waiting thread, when the statement acquires
+    // its clause: b's before a is even sent.
     let (tx_a, rx_a) = channel::<u32>();
     let (tx_b, rx_b) = channel::<u32>();
+    let (handled_b, b_handled) = std::sync::mpsc::channel();
     let seen = Arc::new(Mutex::new(Vec::new()));
     let waiter = std::thread::spawn({
         let seen = seen.clone();
@@ -917,6 +946,7 @@ fn handlers_run_in_the_waiting_task_right_after_each_acquisition() {
             let s2 = seen.clone();
             let b = w.add(rx_b.recv_op().wrap(move |v| {
                 s2.lock().unwrap().push(("b", std::thread::current().id()));
+                handled_b.send(()).unwrap();
                 v.unwrap()
             }));
             assert!(w.run_blocking(a.done() & b.done()));
@@ -925,11 +955,70 @@ fn handlers_run_in_the_waiting_task_right_after_each_acquisition() {
     });
     // Rendezvous sends from this thread: each meets the waiting statement.
     tx_b.send_blocking(2).unwrap();
+    b_handled.recv().unwrap();
     tx_a.send_blocking(1).unwrap();
     let (a, b, waiter_id) = waiter.join().unwrap();
     assert_eq!((a, b), (Some(1), Some(2)));
     let seen = seen.lock().unwrap().clone();
     assert_eq!(seen, [("b", waiter_id), ("a", waiter_id)]);
+}
+
+#[test]
+fn an_and_statement_performs_each_clause_once_and_each_commits_on_its_own() {
+    // `a and b`: every clause will be acquired, so each is performed once,
+    // on its own: b's commit (by a sender on another thread) does not
+    // withdraw a, whose nack never fires, and a's builder runs once. (In
+    // rounds, a would lose the round b wins: its nack would fire and it
+    // would be built again.)
+    let (tx_a, rx_a) = channel::<u32>();
+    let (tx_b, rx_b) = channel::<u32>();
+    let nacks = Arc::new(Mutex::new(Vec::new()));
+    let waiter = std::thread::spawn({
+        let nacks = nacks.clone();
+        move || {
+            let rx_a = &rx_a;
+            let mut w = WaitUntil::new();
+            let a = w.add(fibra::with_nack(move |nack| {
+                nacks.lock().unwrap().push(nack);
+                rx_a.recv_op().wrap(Result::unwrap)
+            }));
+            let b = w.add(rx_b.recv_op().wrap(Result::unwrap));
+            assert!(w.run_blocking(a.done() & b.done()));
+            (a.take(), b.take())
+        }
+    });
+    // The rendezvous sends meet the published clauses, b first.
+    tx_b.send_blocking(2).unwrap();
+    tx_a.send_blocking(1).unwrap();
+    assert_eq!(waiter.join().unwrap(), (Some(1), Some(2)));
+    let nacks = std::mem::take(&mut *nacks.lock().unwrap());
+    assert_eq!(nacks.len(), 1, "a was built once");
+    for nack in nacks {
+        assert!(nack.try_perform().is_err(), "a never lost");
+    }
+}
+
+#[test]
+fn an_and_statement_dropped_after_a_remote_commit_hands_the_value_back() {
+    // `a and b` over rendezvous channels: a's sender commits a while b
+    // waits; the statement is dropped before it looks again. The value
+    // committed to a goes back to its channel, for the next receiver.
+    fibra::run(async {
+        let (tx_a, rx_a) = channel::<u32>();
+        let (_tx_b, rx_b) = channel::<u32>();
+        let mut w = WaitUntil::new();
+        let a = w.add(rx_a.recv_op());
+        let b = w.add(rx_b.recv_op());
+        let mut run = Box::pin(w.run(a.done() & b.done()));
+        let first = poll_fn(|cx| Poll::Ready(run.as_mut().poll(cx))).await;
+        assert!(first.is_pending(), "both clauses published");
+        // The sender finds a's record and commits it.
+        assert_eq!(tx_a.try_send(7), Ok(()));
+        drop(run);
+        assert_eq!(a.take(), None);
+        assert_eq!(b.take(), None);
+        assert_eq!(rx_a.try_recv(), Ok(7), "handed back to the channel");
+    });
 }
 
 // ----- clause records --------------------------------------------------------

@@ -12,13 +12,16 @@
 //!
 //! * The op and the head are touched only by the statement that owns the
 //!   record, one thread at a time (the statement is `&mut` or pinned in its
-//!   `run` future); the handle never touches them. The op lives at one address
-//!   (inside the block) from `add` until the statement drops it, so a
-//!   record it published may point into it.
-//! * The statement drops the op itself ([`ClauseCell::drop_op`]): freeing
-//!   the block never does, so a handle that outlives the statement (and
-//!   the lifetime the op borrows for) frees only bytes, and a statement
-//!   that is leaked leaks its ops.
+//!   `run` future); the handle never touches them. The op and the head's
+//!   opstate live at one address (inside the block) from `add` until the
+//!   statement drops them, so a record it published may point into them
+//!   (partners reach that opstate as they reach any perform's, through
+//!   its atomics).
+//! * The statement drops the op and the opstate itself
+//!   ([`ClauseCell::drop_op`], [`CellRef::drop_state`]): freeing the block
+//!   never does, so a handle that outlives the statement (and the lifetime
+//!   the op borrows for) frees only bytes, and a statement that is leaked
+//!   leaks its ops.
 //! * The slot's `state` goes `EMPTY -> FULL -> TAKEN` (the statement puts
 //!   the result once, a handle takes it once), or to `GONE` from `EMPTY` or
 //!   `FULL` when the handle is dropped (`TAKEN` is final: nothing is left
@@ -38,6 +41,7 @@
 //!   block has drop glue of its own left to run then.
 
 use crate::loom::{AtomicUsize, Ordering, UnsafeCell, fence};
+use crate::op::state::OpState;
 use crate::op::{BlockCx, Op};
 use smallvec::SmallVec;
 use std::alloc::{Layout, handle_alloc_error};
@@ -149,6 +153,11 @@ struct Head<'a> {
     first_leaf: Cell<usize>,
     /// ...and how many it has.
     leaves: Cell<usize>,
+    /// The clause's own opstate, when a statement that needs every clause
+    /// performs each on its own (`wait_until.rs`, "Every clause at once");
+    /// published records of the clause point at it. Dropped by the
+    /// statement ([`CellRef::drop_state`]).
+    state: ManuallyDrop<OpState>,
 }
 
 /// A clause's record: its head, the result slot and the op (see the module
@@ -589,6 +598,25 @@ impl<'a> CellRef<'a> {
         h.first_leaf.set(first);
         h.leaves.set(leaves);
     }
+
+    /// The clause's own opstate (for a statement that performs each
+    /// clause on its own); at the record's address, which never moves.
+    #[inline]
+    pub(super) fn state(&self) -> &OpState {
+        &self.head().state
+    }
+
+    /// Drops the clause's opstate (the waker it may hold).
+    ///
+    /// # Safety
+    ///
+    /// Once, by the statement, when no record of the clause is published
+    /// and the statement uses the opstate no more.
+    pub(super) unsafe fn drop_state(&self) {
+        // SAFETY: the head is the statement's alone (module invariants);
+        // the caller's contract: once, and nothing points at it any more.
+        unsafe { ManuallyDrop::drop(&mut (*self.0.as_ptr()).state) };
+    }
 }
 
 impl<'a> std::ops::Deref for CellRef<'a> {
@@ -625,6 +653,7 @@ where
                 done: Cell::new(false),
                 first_leaf: Cell::new(0),
                 leaves: Cell::new(0),
+                state: ManuallyDrop::new(OpState::new()),
             },
             slot: Slot::new(),
             op: UnsafeCell::new(ManuallyDrop::new(op)),

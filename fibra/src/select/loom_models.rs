@@ -102,6 +102,46 @@ fn loom_wait_until_or_takes_one_value_and_leaves_the_other() {
 }
 
 #[test]
+fn loom_wait_until_and_dropped_while_its_clauses_commit() {
+    // `a and b` over two channels performs each clause on its own opstate;
+    // two senders fill the channels at any moment while the statement is
+    // polled once and dropped. Each value ends in exactly one place: its
+    // clause (acquired in that poll) or its channel (never taken, or
+    // committed to the clause and handed back by the drop).
+    use std::future::Future;
+    use std::task::{Context, Waker};
+    model(|| {
+        let (tx_a, rx_a) = bounded::<u32>(1);
+        let (tx_b, rx_b) = bounded::<u32>(1);
+        let ta = thread::spawn(move || {
+            tx_a.try_send(1).unwrap();
+            tx_a
+        });
+        let tb = thread::spawn(move || {
+            tx_b.try_send(2).unwrap();
+            tx_b
+        });
+        let mut w = WaitUntil::new();
+        let ca = w.add(rx_a.recv_op().wrap(|v| v.unwrap()));
+        let cb = w.add(rx_b.recv_op().wrap(|v| v.unwrap()));
+        {
+            let mut fut = std::pin::pin!(w.run(ca.done() & cb.done()));
+            let mut cx = Context::from_waker(Waker::noop());
+            let _ = fut.as_mut().poll(&mut cx);
+        }
+        let _keep = (ta.join().unwrap(), tb.join().unwrap());
+        match ca.take() {
+            Some(v) => assert_eq!((v, rx_a.try_recv().is_err()), (1, true)),
+            None => assert_eq!(rx_a.try_recv(), Ok(1)),
+        }
+        match cb.take() {
+            Some(v) => assert_eq!((v, rx_b.try_recv().is_err()), (2, true)),
+            None => assert_eq!(rx_b.try_recv(), Ok(2)),
+        }
+    });
+}
+
+#[test]
 fn loom_clause_result_dropped_once_when_the_handle_races_the_put() {
     // A clause's handle is dropped on one thread while the statement puts
     // the clause's result on another: the result is dropped exactly once,

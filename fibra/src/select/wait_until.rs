@@ -24,13 +24,34 @@
 //! pointer each; its predicate is a mask, or a few sets of clauses, built
 //! as it is written (`pred.rs`).
 //!
+//! # Every clause at once
+//!
+//! A statement whose every completion needs every clause (`and` only: `a &
+//! b & c`) has nothing to choose: each clause will be acquired whatever
+//! commits first. It runs no rounds: each clause is performed on its own,
+//! all of them at once, as `choose_all`'s parts are — prepared and tried
+//! (a clause that commits is acquired at once), then published with an
+//! opstate of its own (in its record), so that partners commit the
+//! clauses independently and none is withdrawn and published again when
+//! another commits. A later poll acquires every clause whose opstate is
+//! `SYNCED` (its handler runs then), and the statement ends when the last
+//! is acquired. Dropped before that, it ends every clause still published
+//! as a dropped perform ends its op: withdrawn if waiting, abandoned
+//! (handing back what it took) if committed.
+//!
 //! # Invariants
 //!
 //! * `Phase::Blocked` exactly while records of the round may be published
-//!   (pointing at `state` and into the clauses' ops, all pinned: `state` in
-//!   the pinned `Rounds`, the ops in their records). Leaving it always goes
-//!   through `finish` of the winner and `withdraw` of every other clause
-//!   still waiting (or `cancel`, then `withdraw`/`abandon`, on drop).
+//!   (pointing at `state`, or at the clauses' own opstates in a statement
+//!   of every clause at once, and into the clauses' ops, all pinned:
+//!   `state` in the pinned `Rounds`, the rest in their records). In rounds,
+//!   leaving it always goes through `finish` of the winner and `withdraw`
+//!   of every other clause still waiting (or `cancel`, then
+//!   `withdraw`/`abandon`, on drop); every clause at once, through
+//!   `finish` of each clause (or, on drop, `cancel`, then
+//!   `withdraw`/`abandon`, of each clause not acquired).
+//! * Every clause at once: while `Phase::Blocked`, every clause not done
+//!   is published on its own opstate, and none is published by a round.
 //! * `state` is reset to `W` only between rounds, when no record points at
 //!   it.
 //! * A clause is `done` once its op committed and its result was put: it
@@ -77,6 +98,15 @@ type Entry<'a> = CellRef<'a>;
 /// [`with_nack`](crate::with_nack) clause is built again every round and its
 /// nack fires in every round that does not acquire it, even if it is
 /// acquired later.
+///
+/// A predicate of `and` only (`a & b & c`: every clause is needed) has
+/// nothing to choose, and runs no rounds: every clause is performed once,
+/// all of them at once, each committing on its own (as the parts of
+/// [`choose_all`](crate::choose_all)), and acquired — its handler run — when
+/// the waiting task next looks; clauses committed while it was away are
+/// acquired in the order they were added. A `with_nack` clause there is
+/// built once, and its nack fires only if the statement is dropped before
+/// acquiring it.
 ///
 /// # Examples
 ///
@@ -129,7 +159,10 @@ impl Drop for WaitUntil<'_> {
         for c in &self.clauses {
             // SAFETY: we own the records; nothing is published (a blocked
             // `Rounds` ended its round in its own drop, before this one).
-            unsafe { c.drop_op() };
+            unsafe {
+                c.drop_op();
+                c.drop_state();
+            }
         }
     }
 }
@@ -206,11 +239,14 @@ impl<'a> WaitUntil<'a> {
             .map_or(u64::MAX, |bit| bit - 1);
         let can_hold = pred.holds(self.stmt, all, &|i| i < n);
         let must = pred.must(self.stmt);
+        // Every completion needs every clause (module docs).
+        let every = can_hold && n > 0 && n <= 64 && must == all;
         Rounds {
             w: self,
             pred,
             can_hold,
             must,
+            every,
             state: OpState::new(),
             phase: Phase::Between,
             remote: true,
@@ -341,6 +377,9 @@ struct Rounds<'a> {
     /// The clauses (of the first 64) every completion of the predicate
     /// needs.
     must: u64,
+    /// Every completion needs every clause: each is performed on its own,
+    /// all at once, with no rounds (module docs).
+    every: bool,
     /// The opstate of the round in progress (module invariants).
     state: OpState,
     phase: Phase,
@@ -464,6 +503,120 @@ impl Rounds<'_> {
         }
     }
 
+    /// Every clause at once (module docs): prepares and tries every clause
+    /// not acquired yet, from a random one as a round would, acquiring
+    /// those that commit, then publishes each of the others on its own
+    /// opstate.
+    fn start_every(&mut self, waker: &std::task::Waker) {
+        let WaitUntil { clauses, done, .. } = &mut self.w;
+        let len = clauses.len();
+        let start = crate::op::rng::below(len);
+        let mut tried = WithdrawOnUnwind {
+            clauses: &mut clauses[..],
+            armed: true,
+        };
+        for c in tried.clauses.iter().filter(|c| !c.done()) {
+            // SAFETY: we own the records.
+            unsafe { c.prepare() };
+        }
+        for i in (start..len).chain(0..start) {
+            let c = &mut tried.clauses[i];
+            // SAFETY: we own the records.
+            if !c.done() && unsafe { c.try_now() } {
+                c.set_done();
+                *done |= bit_of(i);
+            }
+        }
+        tried.armed = false;
+        drop(tried);
+        self.phase = Phase::Blocked;
+        for i in (start..len).chain(0..start) {
+            let c = &mut clauses[i];
+            if c.done() {
+                continue;
+            }
+            // SAFETY: we own the records.
+            let (leaves, remote) = unsafe { (c.leaves(), c.commits_remotely()) };
+            c.set_leaves(0, leaves);
+            let state = c.state();
+            // Fresh: nothing of this statement published it before (a
+            // clause is published once, and `add` made the opstate).
+            if remote {
+                state.set_waker_unpublished(waker.clone());
+            }
+            let cx = BlockCx {
+                state,
+                leaf: 0,
+                waker,
+                exclusive: !remote,
+                install: None,
+            };
+            // SAFETY: we own the records.
+            unsafe { c.block(cx) };
+        }
+    }
+
+    /// Every clause at once: a look at each clause still published,
+    /// acquiring those whose opstate is `SYNCED`; the others look again
+    /// (ops that commit themselves) and take `waker` unless `fresh` (they
+    /// were published with it in this poll). Whether every clause is
+    /// acquired.
+    fn look_every(&mut self, waker: &std::task::Waker, fresh: bool) -> bool {
+        let WaitUntil { clauses, done, .. } = &mut self.w;
+        let mut all = true;
+        for (i, c) in clauses.iter_mut().enumerate() {
+            if c.done() {
+                continue;
+            }
+            let mut step = 0;
+            loop {
+                match c.state().load() {
+                    Seen::Synced(leaf) => {
+                        c.set_done();
+                        *done |= bit_of(i);
+                        // SAFETY: we own the records; the clause's opstate
+                        // committed `leaf`.
+                        unsafe { c.finish(leaf) };
+                        break;
+                    }
+                    // A partner commits it now: the few instructions until
+                    // `SYNCED` (it took the waker stored before).
+                    Seen::Busy(_) => crate::loom::spin_wait(&mut step),
+                    Seen::Waiting => {
+                        // SAFETY: we own the records.
+                        let remote = unsafe { c.commits_remotely() };
+                        if !fresh {
+                            let cx = BlockCx {
+                                state: c.state(),
+                                leaf: 0,
+                                waker,
+                                exclusive: !remote,
+                                install: None,
+                            };
+                            // SAFETY: we own the records.
+                            unsafe { c.repoll(cx) };
+                            if c.state().load() != Seen::Waiting {
+                                continue;
+                            }
+                        }
+                        if fresh || !remote || c.state().update_waker(waker) {
+                            all = false;
+                            break;
+                        }
+                        // It moved while we looked: look again.
+                    }
+                    seen @ (Seen::Claimed | Seen::Cancelled) => {
+                        unreachable!("a clause saw its own opstate {seen:?} between polls")
+                    }
+                }
+            }
+        }
+        if all {
+            self.phase = Phase::Between;
+        }
+        all
+    }
+
     /// Leaf `leaf` committed: the others are withdrawn and the winner's
     /// result put (its handler runs).
     fn end_round(&mut self, leaf: usize) {
@@ -484,6 +637,9 @@ impl Future for Rounds<'_> {
         // SAFETY: nothing is moved out; `state` stays where it is (it is
         // only reset in place between rounds, when nothing points at it).
         let this = unsafe { self.get_unchecked_mut() };
+        if this.every {
+            return this.poll_every(cx.waker());
+        }
         let mut waker_fresh = false;
         loop {
             match this.phase {
@@ -537,12 +693,46 @@ impl Future for Rounds<'_> {
     }
 }
 
+impl Rounds<'_> {
+    /// A poll of a statement of every clause at once (module docs).
+    fn poll_every(&mut self, waker: &std::task::Waker) -> Poll<bool> {
+        let fresh = self.phase == Phase::Between;
+        if fresh {
+            if !crate::coop::consume() {
+                // Out of budget on a fibra worker: let the others run.
+                waker.wake_by_ref();
+                return Poll::Pending;
+            }
+            self.start_every(waker);
+        }
+        if self.look_every(waker, fresh) {
+            debug_assert!(self.w.holds(&self.pred), "every clause acquired");
+            Poll::Ready(true)
+        } else {
+            Poll::Pending
+        }
+    }
+}
+
 impl Drop for Rounds<'_> {
     fn drop(&mut self) {
         if self.phase != Phase::Blocked {
             return;
         }
         self.phase = Phase::Between;
+        if self.every {
+            for c in self.w.clauses.iter().filter(|c| !c.done()) {
+                // SAFETY: we own the records, each published on its own
+                // opstate (module invariants).
+                match c.state().cancel() {
+                    Ok(()) => unsafe { c.withdraw() },
+                    // Committed, but nobody will take the result: hand
+                    // back what it took, as a dropped perform does.
+                    Err(leaf) => unsafe { c.abandon(leaf) },
+                }
+            }
+            return;
+        }
         match self.state.cancel() {
             Ok(()) => self.w.withdraw_all_but(None),
             Err(leaf) => {
