@@ -353,6 +353,15 @@ impl Drop for WithdrawOnUnwind<'_, '_> {
     }
 }
 
+/// `start..len`, then `0..start` (`start < len`, or `len` is 0): a plain
+/// range mapped, which compiles to less than a chain of two.
+fn rotated(start: usize, len: usize) -> impl Iterator<Item = usize> {
+    (0..len).map(move |k| {
+        let i = start + k;
+        if i >= len { i - len } else { i }
+    })
+}
+
 /// The bit of clause `i` in a statement's `done` mask (none beyond 64).
 fn bit_of(i: usize) -> u64 {
     u32::try_from(i)
@@ -519,7 +528,7 @@ impl Rounds<'_> {
             // SAFETY: we own the records.
             unsafe { c.prepare() };
         }
-        for i in (start..len).chain(0..start) {
+        for i in rotated(start, len) {
             let c = &mut tried.clauses[i];
             // SAFETY: we own the records.
             if !c.done() && unsafe { c.try_now() } {
@@ -530,7 +539,7 @@ impl Rounds<'_> {
         tried.armed = false;
         drop(tried);
         self.phase = Phase::Blocked;
-        for i in (start..len).chain(0..start) {
+        for i in rotated(start, len) {
             let c = &mut clauses[i];
             if c.done() {
                 continue;
