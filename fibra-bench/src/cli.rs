@@ -15,7 +15,7 @@ ARGS:
 
 OPTIONS:
     --quick          tiny parameters: the whole suite runs in seconds (CI)
-    --runs N         timed runs per row, after one warm-up run [default: 5]
+    --runs N         timed runs per row, after a warm-up [default: 5]
     --passes N       split each row's runs into N passes, each with its own warm-up
                      and process, interleaved with the other systems' passes of the
                      same workload, so a slow stretch of the machine hits every
@@ -45,7 +45,7 @@ NOTES:
 pub struct Options {
     /// Use tiny parameters.
     pub quick: bool,
-    /// Timed runs per row (the warm-up run comes on top).
+    /// Timed runs per row (the warm-up comes on top).
     pub runs: usize,
     /// Interleaved passes the runs are split into (at most `runs`).
     pub passes: usize,

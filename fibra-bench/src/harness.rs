@@ -1,4 +1,4 @@
-//! Running rows: one warm-up run, then N timed runs, every result checked;
+//! Running rows: a warm-up, then N timed runs, every result checked;
 //! statistics; progress on stderr.
 //!
 //! The rows of one workload (same group, workload and params: the rows
@@ -15,7 +15,7 @@ use std::fmt;
 use std::panic::{self, AssertUnwindSafe};
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::case::{Case, Params, RunFn, Runner, Spec};
 use crate::peers::Peers;
@@ -573,18 +573,36 @@ fn measure_in_process(
     })
 }
 
-/// Warms `run` up once, then times `runs` runs; every result is verified.
+/// How long an in-process row warms up, at least (one run, then more
+/// until this much time has passed): a process's first runs of a short
+/// row pay for growing its heap and slabs (`parasites/spawn-cost`'s
+/// parasite row, 1.5 ms a run once warm, takes 3 to 5 ms a run for its
+/// first three or four).
+const WARM_UP: Duration = Duration::from_millis(50);
+/// At most this many warm-up runs.
+const WARM_UP_RUNS: usize = 20;
+
+/// Warms `run` up ([`WARM_UP`]), then times `runs` runs; every result is
+/// verified.
 fn time_runs(
     label: &str,
     spec: &Spec,
     run: &mut RunFn,
     runs: usize,
 ) -> Result<TimedRuns, BenchError> {
+    let warm_up = Instant::now();
+    for _ in 0..WARM_UP_RUNS {
+        verify(label, spec, 0, run())?;
+        if warm_up.elapsed() >= WARM_UP {
+            break;
+        }
+    }
+    eprint!("."); // one dot for the warm-up
     let mut timed = TimedRuns {
         wall: Vec::with_capacity(runs),
         cpu: Vec::with_capacity(runs),
     };
-    for i in 0..=runs {
+    for i in 1..=runs {
         let cpu_start = process_cpu_seconds();
         let start = Instant::now();
         let result = run();
@@ -592,10 +610,8 @@ fn time_runs(
         let cpu = process_cpu_seconds() - cpu_start;
         verify(label, spec, i, result)?;
         eprint!("."); // one dot per run: long rows show they are alive
-        if i > 0 {
-            timed.wall.push(seconds);
-            timed.cpu.push(cpu);
-        }
+        timed.wall.push(seconds);
+        timed.cpu.push(cpu);
     }
     Ok(timed)
 }
@@ -811,7 +827,8 @@ mod tests {
             }),
         );
         let summary = harness(4).run_all(vec![case]).unwrap();
-        assert_eq!(calls.get(), 5);
+        // Instant runs: the warm-up repeats until its cap.
+        assert_eq!(calls.get(), WARM_UP_RUNS + 4);
         assert_eq!(summary.rows[0].runs, 4);
     }
 
@@ -822,7 +839,7 @@ mod tests {
             System::Crossbeam,
             on_threads(move || {
                 n += 1;
-                if n == 3 { 8 } else { 7 }
+                if n == WARM_UP_RUNS + 2 { 8 } else { 7 }
             }),
         );
         let err = harness(5).run_all(vec![case]).unwrap_err().to_string();
@@ -934,15 +951,45 @@ mod tests {
             row(System::Crossbeam, 4, "c"),
         ];
         let summary = harness(5).passes(2).run_all(cases).unwrap();
-        // Passes of 3 and 2 timed runs, each after a warm-up; the rows of
-        // one workload alternate pass by pass, the next workload follows.
-        let a = ["a"; 4];
-        let b = ["b"; 4];
-        let expected: Vec<&str> = [&a[..], &b[..], &a[..3], &b[..3], &["c"; 4], &["c"; 3]].concat();
+        // Passes of 3 and 2 timed runs, each after a warm-up (instant runs:
+        // its cap); the rows of one workload alternate pass by pass, the
+        // next workload follows.
+        let w = WARM_UP_RUNS;
+        let (a, b, c) = (
+            ["a"; WARM_UP_RUNS + 3],
+            ["b"; WARM_UP_RUNS + 3],
+            ["c"; WARM_UP_RUNS + 3],
+        );
+        let expected: Vec<&str> = [
+            &a[..],
+            &b[..],
+            &a[..w + 2],
+            &b[..w + 2],
+            &c[..],
+            &c[..w + 2],
+        ]
+        .concat();
         assert_eq!(*order.borrow(), expected);
         let runs: Vec<usize> = summary.rows.iter().map(|r| r.runs).collect();
         assert_eq!(runs, [5, 5, 5]);
         assert_eq!(summary.rows[1].system, System::FibraThreads);
+    }
+
+    #[test]
+    fn a_row_warms_up_for_a_while_then_stops() {
+        // 30 ms a run: two warm-up runs reach the 50 ms, then one timed.
+        let calls = std::rc::Rc::new(std::cell::Cell::new(0));
+        let seen = calls.clone();
+        let case = spec(7).on(
+            System::Crossbeam,
+            on_threads(move || {
+                seen.set(seen.get() + 1);
+                std::thread::sleep(Duration::from_millis(30));
+                7
+            }),
+        );
+        harness(1).run_all(vec![case]).unwrap();
+        assert_eq!(calls.get(), 3);
     }
 
     #[test]

@@ -730,13 +730,15 @@ impl Drop for Rounds<'_> {
         }
         self.phase = Phase::Between;
         if self.every {
+            // Each clause not acquired is published on its own opstate
+            // (module invariants).
             for c in self.w.clauses.iter().filter(|c| !c.done()) {
-                // SAFETY: we own the records, each published on its own
-                // opstate (module invariants).
                 match c.state().cancel() {
+                    // SAFETY: we own the records.
                     Ok(()) => unsafe { c.withdraw() },
                     // Committed, but nobody will take the result: hand
                     // back what it took, as a dropped perform does.
+                    // SAFETY: as above; `leaf` is the clause's.
                     Err(leaf) => unsafe { c.abandon(leaf) },
                 }
             }
