@@ -14,7 +14,7 @@ ARGS:
                      cforall, parasites, erlang, savina, general, remote, io, channels
 
 OPTIONS:
-    --quick          tiny parameters: the whole suite runs in seconds (CI)
+    --quick          tiny parameters: the whole suite runs in a minute or two (CI)
     --runs N         timed runs per row, after a warm-up [default: 5]
     --passes N       split each row's runs into N passes, each with its own warm-up
                      and process, interleaved with the other systems' passes of the
