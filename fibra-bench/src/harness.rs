@@ -815,17 +815,25 @@ mod tests {
         assert_eq!((s.median_s, s.min_s, s.max_s), (2.5, 1.0, 4.0));
     }
 
-    #[test]
-    fn warm_up_plus_timed_runs_all_checked() {
+    /// A row whose run takes `run` and returns 7, and the count of its
+    /// calls.
+    fn counted_row(run: Duration) -> (Case, std::rc::Rc<std::cell::Cell<usize>>) {
         let calls = std::rc::Rc::new(std::cell::Cell::new(0));
         let seen = calls.clone();
         let case = spec(7).on(
             System::Crossbeam,
             on_threads(move || {
                 seen.set(seen.get() + 1);
+                std::thread::sleep(run);
                 7
             }),
         );
+        (case, calls)
+    }
+
+    #[test]
+    fn warm_up_plus_timed_runs_all_checked() {
+        let (case, calls) = counted_row(Duration::ZERO);
         let summary = harness(4).run_all(vec![case]).unwrap();
         // Instant runs: the warm-up repeats until its cap.
         assert_eq!(calls.get(), WARM_UP_RUNS + 4);
@@ -978,16 +986,7 @@ mod tests {
     #[test]
     fn a_row_warms_up_for_a_while_then_stops() {
         // 30 ms a run: two warm-up runs reach the 50 ms, then one timed.
-        let calls = std::rc::Rc::new(std::cell::Cell::new(0));
-        let seen = calls.clone();
-        let case = spec(7).on(
-            System::Crossbeam,
-            on_threads(move || {
-                seen.set(seen.get() + 1);
-                std::thread::sleep(Duration::from_millis(30));
-                7
-            }),
-        );
+        let (case, calls) = counted_row(Duration::from_millis(30));
         harness(1).run_all(vec![case]).unwrap();
         assert_eq!(calls.get(), 3);
     }

@@ -241,6 +241,44 @@ impl OpState {
         self.waker.with_mut(|w| unsafe { (*w).set(waker) });
     }
 
+    /// The owner's look at its published perform between polls (the parts
+    /// of `choose_all`, the clauses of an `and`-only `WaitUntil`): the leaf
+    /// that committed, once `SYNCED` (spinning the few instructions of a
+    /// partner's commit in flight); else `None`, after `repoll` (called
+    /// while it is waiting: ops that commit themselves look again) and,
+    /// unless `holds_waker` or the perform is not `remote` (its partners
+    /// wake nothing), handing it `waker`.
+    pub(crate) fn look(
+        &self,
+        waker: &Waker,
+        holds_waker: bool,
+        remote: bool,
+        mut repoll: impl FnMut(),
+    ) -> Option<usize> {
+        let mut step = 0;
+        loop {
+            match self.load() {
+                Seen::Synced(leaf) => return Some(leaf),
+                // A partner commits it now: it woke, or will wake, the
+                // waker it took.
+                Seen::Busy(_) => crate::loom::spin_wait(&mut step),
+                Seen::Waiting => {
+                    repoll();
+                    if self.load() != Seen::Waiting {
+                        continue;
+                    }
+                    if holds_waker || !remote || self.update_waker(waker) {
+                        return None;
+                    }
+                    // It moved while we looked: look again.
+                }
+                seen @ (Seen::Claimed | Seen::Cancelled) => {
+                    unreachable!("an owner saw its own opstate {seen:?} between polls")
+                }
+            }
+        }
+    }
+
     /// Replaces the waker of a published, still-waiting perform. Returns
     /// `false` if the opstate left `W` (a commit is in flight or done).
     pub(crate) fn update_waker(&self, waker: &Waker) -> bool {

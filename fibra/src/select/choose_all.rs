@@ -348,34 +348,17 @@ impl<O: Op> Part<O> {
     /// unless `same_waker`: the part holds one that wakes the same.
     fn committed(&mut self, cx: &BlockCx<'_>, same_waker: bool) -> bool {
         let (mut op, state, _, remote) = self.project();
-        let mut step = 0;
-        loop {
-            match state.load() {
-                Seen::Synced(_) => return true,
-                // A partner commits it now: the few instructions until
-                // `SYNCED` (it woke, or will wake, the waker it took).
-                Seen::Busy(_) => crate::loom::spin_wait(&mut step),
-                Seen::Waiting => {
-                    op.as_mut().repoll(BlockCx {
-                        state,
-                        leaf: 0,
-                        waker: cx.waker,
-                        exclusive: !*remote,
-                        install: None,
-                    });
-                    if state.load() != Seen::Waiting {
-                        continue;
-                    }
-                    if same_waker || !*remote || state.update_waker(cx.waker) {
-                        return false;
-                    }
-                    // It moved while we looked: look again.
-                }
-                seen @ (Seen::Claimed | Seen::Cancelled) => {
-                    unreachable!("a part's opstate {seen:?} between looks")
-                }
-            }
-        }
+        let remote = *remote;
+        let repoll = || {
+            op.as_mut().repoll(BlockCx {
+                state,
+                leaf: 0,
+                waker: cx.waker,
+                exclusive: !remote,
+                install: None,
+            });
+        };
+        state.look(cx.waker, same_waker, remote, repoll).is_some()
     }
 
     /// Ends a part whose whole lost or was dropped (module docs): a waiting

@@ -14,6 +14,30 @@ impl Drop for Counted {
     }
 }
 
+/// Two `bounded(1)` channels, each filled with its value (1 and 2) by a
+/// thread of its own at any moment: the receivers and the threads (which
+/// return their senders, so neither channel closes).
+#[allow(clippy::type_complexity)]
+fn filled_by_two_threads() -> (
+    (crate::Receiver<u32>, crate::Receiver<u32>),
+    (
+        thread::JoinHandle<crate::Sender<u32>>,
+        thread::JoinHandle<crate::Sender<u32>>,
+    ),
+) {
+    let (tx_a, rx_a) = bounded::<u32>(1);
+    let (tx_b, rx_b) = bounded::<u32>(1);
+    let ta = thread::spawn(move || {
+        tx_a.try_send(1).unwrap();
+        tx_a
+    });
+    let tb = thread::spawn(move || {
+        tx_b.try_send(2).unwrap();
+        tx_b
+    });
+    ((rx_a, rx_b), (ta, tb))
+}
+
 #[test]
 fn loom_wait_until_and_acquires_both_clauses() {
     // `a and b`, with a and b filled by two other threads at any moment.
@@ -78,16 +102,7 @@ fn loom_wait_until_or_takes_one_value_and_leaves_the_other() {
     // `a or b` over two channels, both written concurrently: exactly one
     // value is taken; the other stays in its channel.
     model(|| {
-        let (tx_a, rx_a) = bounded::<u32>(1);
-        let (tx_b, rx_b) = bounded::<u32>(1);
-        let ta = thread::spawn(move || {
-            tx_a.try_send(1).unwrap();
-            tx_a
-        });
-        let tb = thread::spawn(move || {
-            tx_b.try_send(2).unwrap();
-            tx_b
-        });
+        let ((rx_a, rx_b), (ta, tb)) = filled_by_two_threads();
         let mut w = WaitUntil::new();
         let ca = w.add(rx_a.recv_op().wrap(|v| v.unwrap()));
         let cb = w.add(rx_b.recv_op().wrap(|v| v.unwrap()));
@@ -111,16 +126,7 @@ fn loom_wait_until_and_dropped_while_its_clauses_commit() {
     use std::future::Future;
     use std::task::{Context, Waker};
     model(|| {
-        let (tx_a, rx_a) = bounded::<u32>(1);
-        let (tx_b, rx_b) = bounded::<u32>(1);
-        let ta = thread::spawn(move || {
-            tx_a.try_send(1).unwrap();
-            tx_a
-        });
-        let tb = thread::spawn(move || {
-            tx_b.try_send(2).unwrap();
-            tx_b
-        });
+        let ((rx_a, rx_b), (ta, tb)) = filled_by_two_threads();
         let mut w = WaitUntil::new();
         let ca = w.add(rx_a.recv_op().wrap(|v| v.unwrap()));
         let cb = w.add(rx_b.recv_op().wrap(|v| v.unwrap()));

@@ -577,47 +577,32 @@ impl Rounds<'_> {
             if c.done() {
                 continue;
             }
-            let mut step = 0;
-            loop {
-                match c.state().load() {
-                    Seen::Synced(leaf) => {
-                        c.set_done();
-                        *done |= bit_of(i);
-                        // SAFETY: we own the records; the clause's opstate
-                        // committed `leaf`.
-                        unsafe { c.finish(leaf) };
-                        break;
-                    }
-                    // A partner commits it now: the few instructions until
-                    // `SYNCED` (it took the waker stored before).
-                    Seen::Busy(_) => crate::loom::spin_wait(&mut step),
-                    Seen::Waiting => {
-                        // SAFETY: we own the records.
-                        let remote = unsafe { c.commits_remotely() };
-                        if !fresh {
-                            let cx = BlockCx {
-                                state: c.state(),
-                                leaf: 0,
-                                waker,
-                                exclusive: !remote,
-                                install: None,
-                            };
-                            // SAFETY: we own the records.
-                            unsafe { c.repoll(cx) };
-                            if c.state().load() != Seen::Waiting {
-                                continue;
-                            }
-                        }
-                        if fresh || !remote || c.state().update_waker(waker) {
-                            all = false;
-                            break;
-                        }
-                        // It moved while we looked: look again.
-                    }
-                    seen @ (Seen::Claimed | Seen::Cancelled) => {
-                        unreachable!("a clause saw its own opstate {seen:?} between polls")
-                    }
+            // SAFETY: we own the records.
+            let remote = unsafe { c.commits_remotely() };
+            let repoll = || {
+                // Just published with this waker: nothing to look at again.
+                if fresh {
+                    return;
                 }
+                let cx = BlockCx {
+                    state: c.state(),
+                    leaf: 0,
+                    waker,
+                    exclusive: !remote,
+                    install: None,
+                };
+                // SAFETY: we own the records.
+                unsafe { c.repoll(cx) };
+            };
+            match c.state().look(waker, fresh, remote, repoll) {
+                Some(leaf) => {
+                    c.set_done();
+                    *done |= bit_of(i);
+                    // SAFETY: we own the records; the clause's opstate
+                    // committed `leaf`.
+                    unsafe { c.finish(leaf) };
+                }
+                None => all = false,
             }
         }
         if all {
