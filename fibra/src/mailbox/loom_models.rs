@@ -194,6 +194,24 @@ fn loom_semaphore_release_racing_a_blocked_acquire() {
 }
 
 #[test]
+fn loom_semaphore_two_blocked_acquires_each_get_a_release() {
+    // Two acquires block (or not) while two releases come from the main
+    // thread: `WAITING` must stay set while either record is queued, or a
+    // release skips the queue and a waiter sleeps for good.
+    model(|| {
+        let sem = crate::loom::Arc::new(Semaphore::new(0));
+        let (s1, s2) = (sem.clone(), sem.clone());
+        let t1 = thread::spawn(move || s1.acquire_blocking().unwrap().forget());
+        let t2 = thread::spawn(move || s2.acquire_blocking().unwrap().forget());
+        sem.release(1);
+        sem.release(1);
+        t1.join().unwrap();
+        t2.join().unwrap();
+        assert_eq!(sem.available_permits(), 0);
+    });
+}
+
+#[test]
 fn loom_semaphore_acquire_losing_a_choice_keeps_no_permit() {
     // A blocked acquire in a choice with a channel receive; a permit and a
     // value arrive at once. Whichever branch wins, the permits add up.

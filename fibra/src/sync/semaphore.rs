@@ -2,21 +2,25 @@
 //!
 //! # Invariants
 //!
-//! * `permits` holds `count << 1 | CLOSED`. Permits are taken and given back
-//!   with atomic read-modify-writes, never under the lock, so an uncontended
-//!   post or wait is one RMW.
+//! * `permits` holds `count << 2 | WAITING | CLOSED`, and is only ever
+//!   changed by atomic read-modify-writes. Permits are taken and given back
+//!   that way, never under the lock, so an uncontended post or wait is one
+//!   RMW.
 //! * `waiters` (under the lock) holds the records of blocked acquires. A
 //!   committer writes `Some(())` into a record's slot when it hands it a
 //!   permit; a record committed by `close` keeps `None` (the acquire fails).
-//! * `waiting` is `true` whenever `waiters` may hold a record: set under the
-//!   lock before a blocked acquire's last look at `permits`, cleared under
-//!   the lock when the queue is empty. A release reads it after adding its
-//!   permits; the two SeqCst fences (release: after the add; acquire: after
-//!   setting `waiting`) make sure that either the release sees `waiting` and
-//!   serves the queue, or the acquire's last look sees the new permits.
+//! * `WAITING` is set whenever `waiters` holds a record: set under the lock
+//!   by a blocked acquire right after it publishes and before its last look
+//!   at the count, cleared under the lock when the queue is empty. A release
+//!   learns whether it was set from its own add: both are RMWs of one word,
+//!   so one of them comes first in its modification order. Either the
+//!   release's add comes first, and the acquire's last look (after its own
+//!   RMW) sees the new permits; or the acquire's comes first, and the
+//!   release sees `WAITING` and serves the queue (under the lock, so after
+//!   the publication).
 //! * No waker is woken while the lock is held.
 
-use crate::loom::{AtomicBool, AtomicUsize, Lock, Ordering, UnsafeCell, fence};
+use crate::loom::{AtomicUsize, Lock, Ordering, UnsafeCell};
 use crate::op::slot::{Slot, put, take};
 use crate::op::waiter::{Registration, WaitQueue};
 use crate::op::{BlockCx, Op, sealed::Sealed};
@@ -25,8 +29,12 @@ use std::marker::PhantomPinned;
 use std::pin::Pin;
 use std::task::Waker;
 
+/// `permits`' flag: `close` was called.
 const CLOSED: usize = 1;
-const ONE: usize = 2;
+/// `permits`' flag: blocked acquires may be queued (module invariants).
+const WAITING: usize = 2;
+/// One permit in `permits`.
+const ONE: usize = 4;
 
 /// The most permits a semaphore can hold.
 ///
@@ -36,7 +44,7 @@ const ONE: usize = 2;
 /// let sem = fibra::Semaphore::new(MAX_PERMITS);
 /// assert_eq!(sem.available_permits(), MAX_PERMITS);
 /// ```
-pub const MAX_PERMITS: usize = usize::MAX >> 2;
+pub const MAX_PERMITS: usize = usize::MAX >> 3;
 
 /// A counting semaphore (Racket's `make-semaphore`, tokio's `Semaphore`)
 /// whose acquire is an op, so waiting for a permit composes with channels,
@@ -68,7 +76,6 @@ pub const MAX_PERMITS: usize = usize::MAX >> 2;
 /// ```
 pub struct Semaphore {
     permits: AtomicUsize,
-    waiting: AtomicBool,
     waiters: Lock<WaitQueue<Slot<()>>>,
 }
 
@@ -142,7 +149,6 @@ impl Semaphore {
         );
         Self {
             permits: AtomicUsize::new(permits * ONE),
-            waiting: AtomicBool::new(false),
             waiters: Lock::new(WaitQueue::default()),
         }
     }
@@ -193,15 +199,16 @@ impl Semaphore {
             n <= MAX_PERMITS,
             "a semaphore holds at most {MAX_PERMITS} permits"
         );
-        // SeqCst RMW then fence: see the module invariants (Dekker with the
-        // acquire's `waiting` store and fence).
-        let before = self.permits.fetch_add(n * ONE, Ordering::SeqCst);
+        // Release: what the releaser did before comes before the use of
+        // the permit by whoever takes it (an Acquire RMW reading this add or
+        // a later one in its release sequence). Whether acquires wait is in
+        // the value the add read (module invariants): no fence, no load.
+        let before = self.permits.fetch_add(n * ONE, Ordering::Release);
         if before / ONE + n > MAX_PERMITS {
             self.permits.fetch_sub(n * ONE, Ordering::Relaxed);
             panic!("a semaphore holds at most {MAX_PERMITS} permits");
         }
-        fence(Ordering::SeqCst);
-        if self.waiting.load(Ordering::Relaxed) {
+        if before & WAITING != 0 {
             self.serve();
         }
     }
@@ -302,7 +309,7 @@ impl Semaphore {
         {
             let mut q = self.waiters.lock();
             q.commit_all(&mut wakers);
-            self.waiting.store(false, Ordering::Relaxed);
+            self.clear_waiting();
         }
         wakers.into_iter().for_each(Waker::wake);
     }
@@ -333,12 +340,30 @@ impl Semaphore {
     }
 
     /// Removes a blocked acquire's record (under the lock), clearing
-    /// `waiting` if it was the last.
+    /// `WAITING` if it was the last.
     fn dequeue(&self, q: &mut WaitQueue<Slot<()>>, reg: Registration) {
         q.remove(reg);
         if q.is_empty() {
-            self.waiting.store(false, Ordering::Relaxed);
+            self.clear_waiting();
         }
+    }
+
+    /// The queue is empty (the caller holds the lock): releases need not
+    /// serve it.
+    fn clear_waiting(&self) {
+        // Relaxed: the flag only tells releases whether to take the lock;
+        // one that read it set before this finds the queue empty there.
+        self.permits.fetch_and(!WAITING, Ordering::Relaxed);
+    }
+
+    /// A record was just published (the caller holds the lock): releases
+    /// from now on serve the queue. Returns nothing: the caller's next
+    /// look at the count comes after this RMW (module invariants).
+    fn set_waiting(&self) {
+        // Relaxed: the caller's next load of `permits` (Acquire, in
+        // `take_permit`) is ordered after this RMW by coherence; a release
+        // that reads the flag serves under the lock, after our publication.
+        self.permits.fetch_or(WAITING, Ordering::Relaxed);
     }
 
     /// Hands available permits to blocked acquires, front first.
@@ -366,7 +391,7 @@ impl Semaphore {
                 }
             }
             if q.is_empty() {
-                self.waiting.store(false, Ordering::Relaxed);
+                self.clear_waiting();
             }
         }
         wakers.into_iter().for_each(Waker::wake);
@@ -494,9 +519,7 @@ impl<'a> Op for AcquireOp<'a> {
         let (sem, slot, published) = self.project();
         let mut q = sem.waiters.lock();
         let reg = q.publish(cx, slot);
-        sem.waiting.store(true, Ordering::Relaxed);
-        // Pairs with the fence in `release` (module invariants).
-        fence(Ordering::SeqCst);
+        sem.set_waiting();
         if cx.state.claim().is_err() {
             // Another branch committed meanwhile.
             *published = Some(reg);
