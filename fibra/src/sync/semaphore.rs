@@ -368,7 +368,10 @@ impl Semaphore {
 
     /// Hands available permits to blocked acquires, front first.
     fn serve(&self) {
-        let mut wakers = Vec::new();
+        // Usually one acquire is served: its waker is kept in `first` (no
+        // allocation), more go to a `Vec`.
+        let mut first: Option<Waker> = None;
+        let mut more = Vec::new();
         {
             let mut q = self.waiters.lock();
             while let Some(w) = q.pop_front() {
@@ -381,7 +384,12 @@ impl Semaphore {
                 }
                 if let Some(won) = w.win() {
                     // SAFETY: `complete` gives us the acquirer's slot.
-                    wakers.extend(won.complete(|slot| unsafe { put(slot, ()) }));
+                    let waker = won.complete(|slot| unsafe { put(slot, ()) });
+                    if first.is_none() {
+                        first = waker;
+                    } else {
+                        more.extend(waker);
+                    }
                 } else {
                     // A stale record (its perform committed elsewhere or was
                     // dropped): the permit goes back to the pool. Release,
@@ -394,7 +402,12 @@ impl Semaphore {
                 self.clear_waiting();
             }
         }
-        wakers.into_iter().for_each(Waker::wake);
+        if let Some(waker) = first {
+            waker.wake();
+        }
+        if !more.is_empty() {
+            more.into_iter().for_each(Waker::wake);
+        }
     }
 }
 
