@@ -40,6 +40,11 @@ use std::ops::{Deref, DerefMut};
 use std::pin::Pin;
 use std::task::Waker;
 
+/// The wakers of the lockers one release admits, woken after the lock:
+/// usually one writer or a few readers, kept inline (no allocation per
+/// hand-off).
+type Wakers = smallvec::SmallVec<[Waker; 2]>;
+
 /// Who holds the lock, and who waits for it.
 struct State {
     readers: usize,
@@ -76,7 +81,7 @@ impl State {
     fn serve(
         &mut self,
         me: Option<(Registration, BlockCx<'_>)>,
-        wakers: &mut Vec<Waker>,
+        wakers: &mut Wakers,
     ) -> Option<bool> {
         let mut mine = None;
         while let Some(&write) = self.waiters.front_kind() {
@@ -349,7 +354,7 @@ impl<T> RwLock<T> {
 
     /// A holder lets go; the lockers it unblocks are woken.
     fn release(&self, write: bool) {
-        let mut wakers = Vec::new();
+        let mut wakers = Wakers::new();
         {
             let mut st = self.state.lock();
             if write {
@@ -474,7 +479,7 @@ impl<'a, T> RwLockWriteGuard<'a, T> {
     pub fn downgrade(this: Self) -> RwLockReadGuard<'a, T> {
         let lock = this.lock;
         std::mem::forget(this);
-        let mut wakers = Vec::new();
+        let mut wakers = Wakers::new();
         {
             let mut st = lock.state.lock();
             st.writer = false;
@@ -547,7 +552,7 @@ impl<'a, T> Locking<'a, T> {
 
     fn block(self: Pin<&mut Self>, cx: BlockCx<'_>) {
         let (lock, write, published) = self.project();
-        let mut wakers = Vec::new();
+        let mut wakers = Wakers::new();
         {
             let mut st = lock.state.lock();
             let reg = st.waiters.publish(cx, write);
@@ -576,7 +581,7 @@ impl<'a, T> Locking<'a, T> {
     fn withdraw(self: Pin<&mut Self>) {
         let (lock, _, published) = self.project();
         if let Some(reg) = published.take() {
-            let mut wakers = Vec::new();
+            let mut wakers = Wakers::new();
             {
                 let mut st = lock.state.lock();
                 st.waiters.remove(reg);
