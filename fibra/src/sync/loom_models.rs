@@ -128,6 +128,39 @@ fn loom_sync_notify_one_racing_a_parking_waiter() {
 }
 
 #[test]
+fn loom_sync_notify_one_twice_wakes_two_parked_waiters() {
+    // Two waits block (or find the permit) while the main thread notifies
+    // once, waits for one of them to return, and notifies again: each
+    // notification reaches one wait (a queued record, or the permit the
+    // other wait consumes), and none is left stored.
+    model(|| {
+        let n = Arc::new(Notify::new());
+        let woken = Arc::new(AtomicUsize::new(0));
+        let waiters: Vec<_> = (0..2)
+            .map(|_| {
+                let (n, woken) = (n.clone(), woken.clone());
+                thread::spawn(move || {
+                    n.notified_blocking();
+                    woken.fetch_add(1, Ordering::SeqCst);
+                })
+            })
+            .collect();
+        n.notify_one();
+        while woken.load(Ordering::SeqCst) == 0 {
+            thread::yield_now();
+        }
+        n.notify_one();
+        for w in waiters {
+            w.join().unwrap();
+        }
+        assert!(
+            n.notified_op().try_perform().is_err(),
+            "a notification stored and consumed as well"
+        );
+    });
+}
+
+#[test]
 fn loom_sync_notified_losing_a_choice_keeps_the_notification() {
     // A wait races a channel in a choice while one notification and one
     // value arrive. If the channel wins, the notification must not be
