@@ -357,8 +357,8 @@ impl Semaphore {
     }
 
     /// A record was just published (the caller holds the lock): releases
-    /// from now on serve the queue. Returns nothing: the caller's next
-    /// look at the count comes after this RMW (module invariants).
+    /// from now on serve the queue, and the caller's next look at the count
+    /// comes after this RMW (module invariants).
     fn set_waiting(&self) {
         // Relaxed: the caller's next load of `permits` (Acquire, in
         // `take_permit`) is ordered after this RMW by coherence; a release
