@@ -172,6 +172,39 @@ impl<S> Waiter<S> {
     }
 }
 
+/// The wakers of the waits a resource committed under its lock, woken
+/// after it is released: the first kept in place (usually the only one: no
+/// allocation, and no iterator over one element, which cost more than the
+/// wake itself), any more in a `Vec`.
+#[derive(Default)]
+pub(crate) struct Woken {
+    first: Option<Waker>,
+    more: Vec<Waker>,
+}
+
+impl Woken {
+    /// Adds the waker a commit returned, if any.
+    #[inline]
+    pub(crate) fn push(&mut self, waker: Option<Waker>) {
+        if self.first.is_none() {
+            self.first = waker;
+        } else {
+            self.more.extend(waker);
+        }
+    }
+
+    /// Wakes them all, first to last (call with no lock held).
+    #[inline]
+    pub(crate) fn wake_all(self) {
+        if let Some(waker) = self.first {
+            waker.wake();
+        }
+        if !self.more.is_empty() {
+            self.more.into_iter().for_each(Waker::wake);
+        }
+    }
+}
+
 /// A record whose commit its holder won (`BUSY(leaf)` on a choice's
 /// opstate; for a plain record, taking it out of the queue under the lock),
 /// removed from its queue: the payload is the holder's to move, and

@@ -13,13 +13,12 @@
 //! * No waker is woken while the lock is held.
 
 use crate::loom::{AtomicUsize, Lock, Ordering, UnsafeCell};
-use crate::op::waiter::{Registration, WaitQueue};
+use crate::op::waiter::{Registration, WaitQueue, Woken};
 use crate::op::{BlockCx, Op, sealed::Sealed};
 use std::fmt;
 use std::marker::PhantomPinned;
 use std::mem::MaybeUninit;
 use std::pin::Pin;
-use std::task::Waker;
 
 const EMPTY: usize = 0;
 const WRITING: usize = 1;
@@ -100,30 +99,18 @@ impl<T> IVar<T> {
         // Release: publishes the value to every Acquire load that sees FULL.
         self.state.store(FULL, Ordering::Release);
         // Every record is committed under the lock; the wakers are woken
-        // after it is released. Usually nobody or one get waits: one waker
-        // is kept in a local (no allocation), more go to a `Vec`.
+        // after it is released.
         let mut waiters = self.waiters.lock();
         // Usually nobody waits (an actor's exit that no one watches).
         if waiters.is_empty() {
             return Ok(());
         }
-        let Some(first) = waiters.pop_front() else {
-            return Ok(());
-        };
-        let first = first.commit();
-        let mut more = Vec::new();
+        let mut woken = Woken::default();
         while let Some(record) = waiters.pop_front() {
-            more.extend(record.commit());
+            woken.push(record.commit());
         }
         drop(waiters);
-        // Woken one by one rather than through a chained iterator, which
-        // cost more than the wake itself when one get waits.
-        if let Some(waker) = first {
-            waker.wake();
-        }
-        if !more.is_empty() {
-            more.into_iter().for_each(Waker::wake);
-        }
+        woken.wake_all();
         Ok(())
     }
 

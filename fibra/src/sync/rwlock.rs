@@ -31,19 +31,13 @@
 //!   user code (the data is accessed through guards, outside it).
 
 use crate::loom::{Lock, UnsafeCell};
-use crate::op::waiter::{Registration, WaitQueue};
+use crate::op::waiter::{Registration, WaitQueue, Woken};
 use crate::op::{BlockCx, Op, sealed::Sealed};
 use std::fmt;
 use std::marker::{PhantomData, PhantomPinned};
 use std::mem::ManuallyDrop;
 use std::ops::{Deref, DerefMut};
 use std::pin::Pin;
-use std::task::Waker;
-
-/// The wakers of the lockers one release admits, woken after the lock:
-/// usually one writer or a few readers, kept inline (no allocation per
-/// hand-off).
-type Wakers = smallvec::SmallVec<[Waker; 2]>;
 
 /// Who holds the lock, and who waits for it.
 struct State {
@@ -81,7 +75,7 @@ impl State {
     fn serve(
         &mut self,
         me: Option<(Registration, BlockCx<'_>)>,
-        wakers: &mut Wakers,
+        wakers: &mut Woken,
     ) -> Option<bool> {
         let mut mine = None;
         while let Some(&write) = self.waiters.front_kind() {
@@ -103,7 +97,7 @@ impl State {
             if let Some(won) = w.win() {
                 self.grant(write);
                 // The kind is the whole payload: committing is granting.
-                wakers.extend(won.complete(|_| {}));
+                wakers.push(won.complete(|_| {}));
             }
             // Else stale (committed elsewhere or dropped): on to the next.
         }
@@ -354,7 +348,7 @@ impl<T> RwLock<T> {
 
     /// A holder lets go; the lockers it unblocks are woken.
     fn release(&self, write: bool) {
-        let mut wakers = Wakers::new();
+        let mut wakers = Woken::default();
         {
             let mut st = self.state.lock();
             if write {
@@ -364,7 +358,7 @@ impl<T> RwLock<T> {
             }
             st.serve(None, &mut wakers);
         }
-        wakers.into_iter().for_each(Waker::wake);
+        wakers.wake_all();
     }
 }
 
@@ -479,14 +473,14 @@ impl<'a, T> RwLockWriteGuard<'a, T> {
     pub fn downgrade(this: Self) -> RwLockReadGuard<'a, T> {
         let lock = this.lock;
         std::mem::forget(this);
-        let mut wakers = Wakers::new();
+        let mut wakers = Woken::default();
         {
             let mut st = lock.state.lock();
             st.writer = false;
             st.grant(false);
             st.serve(None, &mut wakers);
         }
-        wakers.into_iter().for_each(Waker::wake);
+        wakers.wake_all();
         RwLockReadGuard::new(lock)
     }
 }
@@ -552,7 +546,7 @@ impl<'a, T> Locking<'a, T> {
 
     fn block(self: Pin<&mut Self>, cx: BlockCx<'_>) {
         let (lock, write, published) = self.project();
-        let mut wakers = Wakers::new();
+        let mut wakers = Woken::default();
         {
             let mut st = lock.state.lock();
             let reg = st.waiters.publish(cx, write);
@@ -563,7 +557,7 @@ impl<'a, T> Locking<'a, T> {
                 Some(_) => None,
             };
         }
-        wakers.into_iter().for_each(Waker::wake);
+        wakers.wake_all();
     }
 
     fn finish(self: Pin<&mut Self>) {
@@ -581,7 +575,7 @@ impl<'a, T> Locking<'a, T> {
     fn withdraw(self: Pin<&mut Self>) {
         let (lock, _, published) = self.project();
         if let Some(reg) = published.take() {
-            let mut wakers = Wakers::new();
+            let mut wakers = Woken::default();
             {
                 let mut st = lock.state.lock();
                 st.waiters.remove(reg);
@@ -589,7 +583,7 @@ impl<'a, T> Locking<'a, T> {
                 // in.
                 st.serve(None, &mut wakers);
             }
-            wakers.into_iter().for_each(Waker::wake);
+            wakers.wake_all();
         }
     }
 }

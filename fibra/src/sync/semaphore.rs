@@ -22,7 +22,7 @@
 
 use crate::loom::{AtomicUsize, Lock, Ordering, UnsafeCell};
 use crate::op::slot::{Slot, put, take};
-use crate::op::waiter::{Registration, WaitQueue};
+use crate::op::waiter::{Registration, WaitQueue, Woken};
 use crate::op::{BlockCx, Op, sealed::Sealed};
 use std::fmt;
 use std::marker::PhantomPinned;
@@ -368,10 +368,7 @@ impl Semaphore {
 
     /// Hands available permits to blocked acquires, front first.
     fn serve(&self) {
-        // Usually one acquire is served: its waker is kept in `first` (no
-        // allocation), more go to a `Vec`.
-        let mut first: Option<Waker> = None;
-        let mut more = Vec::new();
+        let mut woken = Woken::default();
         {
             let mut q = self.waiters.lock();
             while let Some(w) = q.pop_front() {
@@ -384,12 +381,7 @@ impl Semaphore {
                 }
                 if let Some(won) = w.win() {
                     // SAFETY: `complete` gives us the acquirer's slot.
-                    let waker = won.complete(|slot| unsafe { put(slot, ()) });
-                    if first.is_none() {
-                        first = waker;
-                    } else {
-                        more.extend(waker);
-                    }
+                    woken.push(won.complete(|slot| unsafe { put(slot, ()) }));
                 } else {
                     // A stale record (its perform committed elsewhere or was
                     // dropped): the permit goes back to the pool. Release,
@@ -402,12 +394,7 @@ impl Semaphore {
                 self.clear_waiting();
             }
         }
-        if let Some(waker) = first {
-            waker.wake();
-        }
-        if !more.is_empty() {
-            more.into_iter().for_each(Waker::wake);
-        }
+        woken.wake_all();
     }
 }
 
