@@ -424,3 +424,47 @@ fn a_current_thread_runtime_outside_block_on_fails_waits_instead_of_hanging() {
     });
     assert_eq!(&got.unwrap(), b"back");
 }
+
+#[test]
+fn sockets_ready_in_one_poll_are_served_in_the_order_they_became_ready() {
+    use std::sync::{Arc, Mutex};
+    // One worker, so the order the tasks run in is the order they were
+    // queued in.
+    let rt = Runtime::builder().workers(1).build().unwrap();
+    const N: usize = 32;
+    let order = rt.block_on(rt.spawn(async {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let mut clients = Vec::new();
+        let mut readers = Vec::new();
+        let order = Arc::new(Mutex::new(Vec::new()));
+        for i in 0..N {
+            clients.push(std::net::TcpStream::connect(addr).unwrap());
+            let (conn, _) = listener.accept().await.unwrap();
+            let order = order.clone();
+            readers.push(fibra::spawn(async move {
+                let mut byte = [0u8; 1];
+                assert_eq!(conn.read(&mut byte).await.unwrap(), 1);
+                order.lock().unwrap().push(i);
+            }));
+        }
+        // Behind the readers: each runs first and waits in its read.
+        fibra::yield_now().await;
+        // Within this one poll, so no I/O poll comes between them: the
+        // sockets become readable one after the other, and the worker's
+        // next poll finds them all ready.
+        for client in &mut clients {
+            client.write_all(&[1]).unwrap();
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        for reader in readers {
+            reader.await.unwrap();
+        }
+        Arc::try_unwrap(order).unwrap().into_inner().unwrap()
+    }));
+    assert_eq!(
+        order.unwrap(),
+        (0..N).collect::<Vec<_>>(),
+        "first ready, first served"
+    );
+}

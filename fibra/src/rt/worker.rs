@@ -8,15 +8,17 @@
 //! synchronisation).
 //!
 //! The stealable queues: `local`, LIFO for the worker (work-first, as
-//! Cilk's deques), takes spawned tasks, the joiners a finished task wakes
-//! and the tasks woken by an I/O poll; other workers steal its oldest
+//! Cilk's deques), takes spawned tasks and the joiners a finished task
+//! wakes; other workers steal its oldest
 //! entries. A fork-join program (a task that spawns its halves and joins
 //! them) so runs depth-first on each worker, with a few tasks alive per
 //! level of its tree, while thieves take the largest pieces left; in
 //! FIFO order the whole tree would be spawned before any leaf ran.
 //! `yielded`, FIFO, takes the tasks woken during their own poll (a
 //! `yield_now`) and inflated parasites, so that a yield lets every other
-//! runnable task of the worker go first, and the woken tasks that `hot`
+//! runnable task of the worker go first; the tasks an I/O poll wakes, in
+//! the order their sockets became ready (a server's connections served
+//! first come, first served); and the woken tasks that `hot`
 //! has no room for or that leave the retained ring: behind the others, a
 //! woken task finds more messages waiting when it runs (an actor that a
 //! thousand others message wakes once for many, not once for each).
@@ -68,6 +70,16 @@ use crate::loom::{Instant, Ordering};
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::ptr::NonNull;
+
+/// Puts a flag back to what it was when dropped, even if a (foreign)
+/// waker panics meanwhile.
+struct Restore<'a>(&'a Cell<bool>, bool);
+
+impl Drop for Restore<'_> {
+    fn drop(&mut self) {
+        self.0.set(self.1);
+    }
+}
 use std::sync::Arc;
 
 // Under loom the limits shrink so that a model with a few tasks reaches
@@ -146,9 +158,13 @@ pub(crate) struct WorkerCtx {
     /// When the stealable queue last grew past `OFFER_MIN` without an offer
     /// made since (see `OFFER_DELAY`).
     backlog_since: Cell<Option<Instant>>,
-    /// Set while a task that just finished wakes its joiners: those wakes
-    /// go to the local queue, not `next` (see `schedule_woken`).
+    /// Set while a task that just finished wakes its joiners, or while an
+    /// I/O poll wakes the tasks of ready sockets: those wakes go to a
+    /// stealable queue, not `next` (see `schedule_woken`).
     finishing: Cell<bool>,
+    /// Set (with `finishing`) while an I/O poll delivers its events: the
+    /// woken tasks go to the FIFO `yielded` queue (see `delivering_io`).
+    delivering_io: Cell<bool>,
     /// Tasks that went idle here recently, still `RUNNING` (retained.rs).
     retained: Retained,
     /// Our side of the freeze, if other workers may rescue tasks from us
@@ -234,6 +250,7 @@ impl WorkerCtx {
             streak: Cell::new(0),
             tick: Cell::new(0),
             finishing: Cell::new(false),
+            delivering_io: Cell::new(false),
             backlog_since: Cell::new(None),
             retained: Retained::new(index),
         }
@@ -462,27 +479,37 @@ impl WorkerCtx {
         }
     }
 
-    /// A wake while `finishing`: on the local queue. Out of line, so that
+    /// A wake while `finishing`: on the local queue, or the `yielded` one
+    /// while delivering I/O events (`delivering_io`). Out of line, so that
     /// the common wake (into `next`) stays small enough to be inlined into
     /// the waker.
     #[inline(never)]
     fn schedule_joiner(&self, task: TaskRef) {
-        self.schedule_back(task);
+        if self.delivering_io.get() {
+            self.schedule_yielded(task);
+        } else {
+            self.schedule_back(task);
+        }
     }
 
-    /// Runs `f` with the wakes it makes queued on the local queue instead
-    /// of in `next`: a finished task waking its joiners, and an I/O poll
-    /// waking the tasks of every ready socket (no hand-off to make in
-    /// either case).
+    /// Runs `f`, a finished task waking its joiners, with the wakes it
+    /// makes queued on the local queue instead of in `next` (no hand-off
+    /// to make).
     pub(crate) fn finishing<R>(&self, f: impl FnOnce() -> R) -> R {
-        // Restored even if a (foreign) waker panics.
-        struct Restore<'a>(&'a Cell<bool>, bool);
-        impl Drop for Restore<'_> {
-            fn drop(&mut self) {
-                self.0.set(self.1);
-            }
-        }
         let _restore = Restore(&self.finishing, self.finishing.replace(true));
+        f()
+    }
+
+    /// Runs `f`, an I/O poll waking the tasks of every ready socket, with
+    /// the wakes it makes queued at the back of the FIFO `yielded` queue:
+    /// no hand-off to make, and served in the order their sockets became
+    /// ready, after the tasks already runnable here. On the LIFO local
+    /// queue, a busy server's later polls would run before the tasks an
+    /// earlier poll woke, and those would wait for the queue to drain (a
+    /// p99 latency many times the median).
+    fn delivering_io<R>(&self, f: impl FnOnce() -> R) -> R {
+        let _finishing = Restore(&self.finishing, self.finishing.replace(true));
+        let _io = Restore(&self.delivering_io, self.delivering_io.replace(true));
         f()
     }
 
@@ -912,7 +939,7 @@ impl WorkerCtx {
         if let Some(driver) = self.shared.io.get() {
             if let Some(mut poller) = driver.try_poller() {
                 return parker.park_polling(deadline, |timeout| {
-                    self.finishing(|| driver.turn(&mut poller, timeout))
+                    self.delivering_io(|| driver.turn(&mut poller, timeout))
                 });
             }
         }
@@ -930,10 +957,10 @@ impl WorkerCtx {
         #[cfg(not(loom))]
         if let Some(driver) = self.shared.io.get() {
             if let Some(mut poller) = driver.try_poller() {
-                // The woken tasks go to our local queue (`finishing`):
-                // many may wake at once.
+                // The woken tasks go to our `yielded` queue
+                // (`delivering_io`): many may wake at once.
                 return self
-                    .finishing(|| driver.turn(&mut poller, Some(std::time::Duration::ZERO)));
+                    .delivering_io(|| driver.turn(&mut poller, Some(std::time::Duration::ZERO)));
             }
         }
         0
