@@ -70,17 +70,30 @@ use crate::loom::{Instant, Ordering};
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::ptr::NonNull;
+use std::sync::Arc;
 
-/// Puts a flag back to what it was when dropped, even if a (foreign)
+/// Who makes the wakes on a worker's thread now, which decides where the
+/// woken tasks go (`schedule_woken`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Waking {
+    /// The running task (or nothing): into `next`, a hand-off.
+    Task,
+    /// A task that just finished, waking its joiners: the local queue.
+    Joiners,
+    /// An I/O poll, waking the tasks of ready sockets: the back of the
+    /// `yielded` queue.
+    Io,
+}
+
+/// Puts `waking` back to what it was when dropped, even if a (foreign)
 /// waker panics meanwhile.
-struct Restore<'a>(&'a Cell<bool>, bool);
+struct Restore<'a>(&'a Cell<Waking>, Waking);
 
 impl Drop for Restore<'_> {
     fn drop(&mut self) {
         self.0.set(self.1);
     }
 }
-use std::sync::Arc;
 
 // Under loom the limits shrink so that a model with a few tasks reaches
 // the paths behind them (as tokio shrinks its queues under loom); the
@@ -158,13 +171,11 @@ pub(crate) struct WorkerCtx {
     /// When the stealable queue last grew past `OFFER_MIN` without an offer
     /// made since (see `OFFER_DELAY`).
     backlog_since: Cell<Option<Instant>>,
-    /// Set while a task that just finished wakes its joiners, or while an
-    /// I/O poll wakes the tasks of ready sockets: those wakes go to a
+    /// Who makes the wakes now: `Joiners` while a task that just finished
+    /// wakes its joiners (`finishing`), `Io` while an I/O poll wakes the
+    /// tasks of ready sockets (`delivering_io`); those wakes go to a
     /// stealable queue, not `next` (see `schedule_woken`).
-    finishing: Cell<bool>,
-    /// Set (with `finishing`) while an I/O poll delivers its events: the
-    /// woken tasks go to the FIFO `yielded` queue (see `delivering_io`).
-    delivering_io: Cell<bool>,
+    waking: Cell<Waking>,
     /// Tasks that went idle here recently, still `RUNNING` (retained.rs).
     retained: Retained,
     /// Our side of the freeze, if other workers may rescue tasks from us
@@ -249,8 +260,7 @@ impl WorkerCtx {
             hot: RefCell::new(VecDeque::new()),
             streak: Cell::new(0),
             tick: Cell::new(0),
-            finishing: Cell::new(false),
-            delivering_io: Cell::new(false),
+            waking: Cell::new(Waking::Task),
             backlog_since: Cell::new(None),
             retained: Retained::new(index),
         }
@@ -459,11 +469,12 @@ impl WorkerCtx {
     }
 
     /// Schedules a task woken by the task running here: into `next`, unless
-    /// the waker is a task that just finished (its joiners): a finished task
-    /// waits for no reply, so there is no hand-off to make; the joiner goes
-    /// on the local queue, where it is the next task of this worker to run
-    /// after `next` and `hot` (a fork-join parent goes on with its work
-    /// while its children's results are fresh, as a Cilk continuation).
+    /// the waker is a task that just finished (its joiners) or an I/O poll
+    /// (`schedule_joiner`): a finished task waits for no reply, so there is
+    /// no hand-off to make; the joiner goes on the local queue, where it is
+    /// the next task of this worker to run after `next` and `hot` (a
+    /// fork-join parent goes on with its work while its children's results
+    /// are fresh, as a Cilk continuation).
     #[inline]
     pub(crate) fn schedule_woken(&self, task: TaskRef) {
         self.private(|| self.schedule_woken_here(task));
@@ -472,20 +483,20 @@ impl WorkerCtx {
     /// [`schedule_woken`](Self::schedule_woken), inside a section.
     #[inline(always)]
     fn schedule_woken_here(&self, task: TaskRef) {
-        if self.finishing.get() {
+        if self.is_finishing() {
             self.schedule_joiner(task);
         } else {
             self.schedule_next_here(task);
         }
     }
 
-    /// A wake while `finishing`: on the local queue, or the `yielded` one
-    /// while delivering I/O events (`delivering_io`). Out of line, so that
+    /// A wake while `finishing`: on the local queue; while delivering I/O
+    /// events (`delivering_io`), on the `yielded` one. Out of line, so that
     /// the common wake (into `next`) stays small enough to be inlined into
     /// the waker.
     #[inline(never)]
     fn schedule_joiner(&self, task: TaskRef) {
-        if self.delivering_io.get() {
+        if self.waking.get() == Waking::Io {
             self.schedule_yielded(task);
         } else {
             self.schedule_back(task);
@@ -496,7 +507,7 @@ impl WorkerCtx {
     /// makes queued on the local queue instead of in `next` (no hand-off
     /// to make).
     pub(crate) fn finishing<R>(&self, f: impl FnOnce() -> R) -> R {
-        let _restore = Restore(&self.finishing, self.finishing.replace(true));
+        let _restore = Restore(&self.waking, self.waking.replace(Waking::Joiners));
         f()
     }
 
@@ -507,16 +518,17 @@ impl WorkerCtx {
     /// queue, a busy server's later polls would run before the tasks an
     /// earlier poll woke, and those would wait for the queue to drain (a
     /// p99 latency many times the median).
+    // Under loom there is no I/O driver (`park`, `poll_io_now`).
+    #[cfg_attr(loom, allow(dead_code))]
     fn delivering_io<R>(&self, f: impl FnOnce() -> R) -> R {
-        let _finishing = Restore(&self.finishing, self.finishing.replace(true));
-        let _io = Restore(&self.delivering_io, self.delivering_io.replace(true));
+        let _restore = Restore(&self.waking, self.waking.replace(Waking::Io));
         f()
     }
 
     /// Whether the wakes made now come from a task that finished or from
-    /// an I/O poll (`finishing`), not from a running task.
+    /// an I/O poll (`finishing`, `delivering_io`), not from a running task.
     pub(crate) fn is_finishing(&self) -> bool {
-        self.finishing.get()
+        self.waking.get() != Waking::Task
     }
 
     /// Schedules a task woken by the task running here: into `next`
