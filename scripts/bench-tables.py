@@ -100,6 +100,18 @@ def results_md(report, commit):
         "in the peer's context (see `fibra-bench/src/report/ratio.rs`). The "
         "README has the summary and the charts.\n"
     )
+    xcore = report["machine"].get("cross_core_ns")
+    if xcore:
+        out.append(
+            "x-core ns: the largest cross-core round trip (one cache line to "
+            "the other core and back, `fibra-bench/src/cross_core.rs`) measured "
+            "before any of the row's passes. In this run: min "
+            f"{xcore['min']:.0f} ns, median {xcore['median']:.0f}, max "
+            f"{xcore['max']:.0f} over {xcore['passes']} passes. Rows with a "
+            "figure above twice the median ran a pass while the machine moved "
+            "data between its cores several times slower than usual: "
+            "rows of work spread over two cores are not comparable then.\n"
+        )
     if report.get("skipped"):
         out.append("Skipped in this run: " + ", ".join(map(str, report["skipped"])) + ".\n")
     group = None
@@ -107,13 +119,17 @@ def results_md(report, commit):
         if row["group"] != group:
             group = row["group"]
             out.append(f"\n## {group}\n")
-            out.append("| workload | params | system | median s | ns/op | CPU | vs fibra |")
-            out.append("|---|---|---|---|---|---|---|")
+            out.append(
+                "| workload | params | system | median s | ns/op | CPU | vs fibra | x-core ns |"
+            )
+            out.append("|---|---|---|---|---|---|---|---|")
         r = row.get("vs_fibra")
         vs = f"{r['ratio']:.2f} (vs {r['system']})" if r else ""
+        x = row.get("xcore_ns")
+        x = "" if x is None else (f"**{x}**" if xcore and x > 2 * xcore["median"] else f"{x}")
         out.append(
             f"| {row['workload']} | {params_text(row['params'])} | {row['system']} "
-            f"| {row['median_s']:.4g} | {ns_text(row)} | {cpu_text(row)} | {vs} |"
+            f"| {row['median_s']:.4g} | {ns_text(row)} | {cpu_text(row)} | {vs} | {x} |"
         )
     return "\n".join(out) + "\n"
 

@@ -157,7 +157,7 @@ impl TimedRuns {
             .collect();
         let mut measured = Measured {
             seconds: self.wall,
-            figures: Vec::new(),
+            ..Measured::default()
         };
         measured.figure("cpu_pct", shares);
         measured
@@ -170,6 +170,9 @@ impl TimedRuns {
 struct Measured {
     seconds: Vec<f64>,
     figures: Vec<(&'static str, Vec<f64>)>,
+    /// The largest cross-core round trip measured before a pass (ns; 0:
+    /// none measured).
+    cross_core_ns: f64,
 }
 
 impl Measured {
@@ -184,6 +187,7 @@ impl Measured {
     /// Adds a later pass's runs.
     fn append(&mut self, pass: Self) {
         self.seconds.extend(pass.seconds);
+        self.cross_core_ns = self.cross_core_ns.max(pass.cross_core_ns);
         for (name, values) in pass.figures {
             self.figure(name, values);
         }
@@ -198,6 +202,9 @@ impl Measured {
                 let median = Stats::from_samples(&values).median_s;
                 figures = figures.with(name, median.max(0.0).round() as u64);
             }
+        }
+        if self.cross_core_ns > 0.0 {
+            figures = figures.with("xcore_ns", self.cross_core_ns.round() as u64);
         }
         (self.seconds, figures)
     }
@@ -225,6 +232,9 @@ pub struct Summary {
     pub rows: Vec<Row>,
     /// One line per reason rows were skipped (a peer not installed, ...).
     pub skipped: Vec<String>,
+    /// The cross-core round trip measured before each pass, in run order
+    /// (empty unless [`Harness::probe_cross_core`]).
+    pub cross_core_ns: Vec<f64>,
 }
 
 /// Runs rows and remembers per-run state such as the built peer programs.
@@ -240,6 +250,9 @@ pub struct Harness {
     /// The `fibra-bench-mimalloc` executable once built (or why not), for
     /// the rows that want mimalloc.
     mimalloc: Option<Result<PathBuf, String>>,
+    /// Measure the cross-core round trip before each pass
+    /// ([`crate::cross_core`]).
+    probe_cross_core: bool,
 }
 
 /// A row being measured: its case, and what its passes gave so far.
@@ -264,7 +277,17 @@ impl Harness {
             peers,
             isolate: None,
             mimalloc: None,
+            probe_cross_core: false,
         }
+    }
+
+    /// Measures the machine's cross-core round trip before each pass of
+    /// every row ([`crate::cross_core`]): the row's figure `xcore_ns` is
+    /// the largest of its passes', and [`Summary::cross_core_ns`] keeps
+    /// every pass's.
+    pub fn probe_cross_core(mut self) -> Self {
+        self.probe_cross_core = true;
+        self
     }
 
     /// Splits each row's runs into `passes` passes (at most one per run),
@@ -349,8 +372,17 @@ impl Harness {
                         String::new()
                     };
                     eprint!("[{}/{total}] {}{of_passes} ... ", *i + 1, row.label);
+                    let cross_core = if self.probe_cross_core {
+                        crate::cross_core::round_trip_ns()
+                    } else {
+                        None
+                    };
                     match self.measure(row, runs)? {
-                        Samples::Timed(measured) => {
+                        Samples::Timed(mut measured) => {
+                            if let Some(ns) = cross_core {
+                                summary.cross_core_ns.push(ns);
+                                measured.cross_core_ns = measured.cross_core_ns.max(ns);
+                            }
                             let stats = Stats::from_samples(&measured.seconds);
                             eprintln!(
                                 " {:.4} s (min {:.4}, max {:.4})",
@@ -789,7 +821,7 @@ fn panic_message(payload: &(dyn Any + Send)) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::case::Params;
+    use crate::case::{ParamValue, Params};
     use crate::exec::on_threads;
     use crate::system::System;
 
@@ -838,6 +870,54 @@ mod tests {
         // Instant runs: the warm-up repeats until its cap.
         assert_eq!(calls.get(), WARM_UP_RUNS + 4);
         assert_eq!(summary.rows[0].runs, 4);
+    }
+
+    #[test]
+    fn a_probed_row_keeps_its_largest_cross_core_round_trip() {
+        let (case, _) = counted_row(Duration::ZERO);
+        let summary = harness(3)
+            .passes(3)
+            .probe_cross_core()
+            .run_all(vec![case])
+            .unwrap();
+        // Under a parallel test run a probe may find no second core free
+        // (no figure for that pass): whatever was measured is kept.
+        let passes = &summary.cross_core_ns;
+        assert!(
+            passes.len() <= 3 && passes.iter().all(|ns| *ns > 0.0),
+            "{passes:?}"
+        );
+        let largest = passes.iter().copied().fold(0.0, f64::max);
+        let figure = summary.rows[0]
+            .figures
+            .iter()
+            .find(|(name, _)| *name == "xcore_ns")
+            .map(|(_, value)| value.clone());
+        if passes.is_empty() {
+            assert_eq!(figure, None);
+        } else {
+            assert_eq!(figure, Some(ParamValue::Int(largest.round() as u64)));
+        }
+    }
+
+    #[test]
+    fn a_pass_without_a_probe_leaves_the_largest_figure_alone() {
+        let mut all = Measured {
+            seconds: vec![1.0],
+            cross_core_ns: 340.4,
+            ..Measured::default()
+        };
+        all.append(Measured {
+            seconds: vec![1.0],
+            cross_core_ns: 70.0,
+            ..Measured::default()
+        });
+        all.append(Measured {
+            seconds: vec![1.0],
+            ..Measured::default()
+        });
+        let (_, figures) = all.finish();
+        assert_eq!(figures, Params::new().with("xcore_ns", 340));
     }
 
     #[test]

@@ -13,6 +13,7 @@
 
 mod case;
 mod cli;
+mod cross_core;
 mod exec;
 mod harness;
 mod mimalloc_bin;
@@ -106,6 +107,7 @@ fn run(options: &Options, args: &[String]) -> Result<(), Box<dyn Error>> {
     let summary = Harness::new(options.runs, peers)
         .passes(options.passes)
         .isolated(config)
+        .probe_cross_core()
         .run_all(selected)?;
 
     let mut report = Report::new(started, command_line(args));
@@ -113,6 +115,7 @@ fn run(options: &Options, args: &[String]) -> Result<(), Box<dyn Error>> {
     report.workers = options.workers;
     report.rows = summary.rows;
     report.skipped = summary.skipped;
+    report.cross_core_ns = summary.cross_core_ns;
     report.not_yet = not_yet;
     let path = output_dir.join("report.json");
     report.write_json(&path)?;
@@ -127,6 +130,7 @@ fn run(options: &Options, args: &[String]) -> Result<(), Box<dyn Error>> {
         println!();
         print!("{}", report::render_missing(&report));
     }
+    eprint!("{}", report::render_cross_core(&report));
     eprintln!("report: {}", path.display());
     for chart in &charts {
         eprintln!("chart:  {}", chart.display());

@@ -16,7 +16,7 @@ use crate::system::System;
 
 pub use ratio::{Ratio, RowRatios, ratios};
 pub use svg::write_charts;
-pub use table::{render_missing, render_table};
+pub use table::{render_cross_core, render_missing, render_table};
 
 /// One measured row.
 #[derive(Clone, Debug)]
@@ -70,6 +70,9 @@ pub struct Report {
     pub skipped: Vec<String>,
     /// docs/benchmarks.md workloads not implemented yet, per group.
     pub not_yet: Vec<(&'static str, Vec<&'static str>)>,
+    /// The cross-core round trip (ns) measured before each pass, in run
+    /// order (`crate::cross_core`); empty if not measured.
+    pub cross_core_ns: Vec<f64>,
 }
 
 impl Report {
@@ -83,7 +86,15 @@ impl Report {
             rows: Vec::new(),
             skipped: Vec::new(),
             not_yet: Vec::new(),
+            cross_core_ns: Vec::new(),
         }
+    }
+
+    /// The cross-core round trips of the run: min, median and max (ns).
+    pub fn cross_core_range(&self) -> Option<(f64, f64, f64)> {
+        let mut v = self.cross_core_ns.clone();
+        v.sort_by(f64::total_cmp);
+        Some((*v.first()?, v[v.len() / 2], *v.last()?))
     }
 
     /// The report in the shape docs/benchmarks.md fixes (plus extra fields).
@@ -106,6 +117,12 @@ impl Report {
                 "cpus": std::thread::available_parallelism().map_or(1, |n| n.get()),
                 "os": std::env::consts::OS,
                 "arch": std::env::consts::ARCH,
+                "cross_core_ns": self.cross_core_range().map(|(min, median, max)| json!({
+                    "passes": self.cross_core_ns.len(),
+                    "min": min.round(),
+                    "median": median.round(),
+                    "max": max.round(),
+                })),
             },
             "quick": self.quick,
             "workers": self.workers,

@@ -124,6 +124,27 @@ pub fn render_missing(report: &Report) -> String {
     out
 }
 
+/// The cross-core round trips of the run, one line (empty if none were
+/// measured): the range, and how many passes ran while it was more than
+/// twice its median (a slow stretch of the machine: see each row's
+/// `xcore_ns`).
+pub fn render_cross_core(report: &Report) -> String {
+    let Some((min, median, max)) = report.cross_core_range() else {
+        return String::new();
+    };
+    let slow = report
+        .cross_core_ns
+        .iter()
+        .filter(|ns| **ns > 2.0 * median)
+        .count();
+    format!(
+        "cross-core round trip before each pass: min {min:.0} ns, median {median:.0}, max \
+         {max:.0}; {slow} of {} passes above twice the median (each row's xcore_ns: the \
+         largest of its passes)\n",
+        report.cross_core_ns.len()
+    )
+}
+
 /// Seconds with 4 significant digits.
 fn secs(s: f64) -> String {
     if s <= 0.0 || !s.is_finite() {
@@ -182,5 +203,20 @@ mod tests {
         assert!(text.contains("[1] tokio has no rendezvous"), "{text}");
         report.not_yet = vec![("fibers", vec!["chain", "sieve"])];
         assert!(render_missing(&report).contains("  fibers: chain, sieve"));
+    }
+
+    #[test]
+    fn the_cross_core_line_counts_the_slow_passes() {
+        let mut report = Report::new(SystemTime::UNIX_EPOCH, String::new());
+        assert_eq!(render_cross_core(&report), "");
+        report.cross_core_ns = vec![70.2, 60.0, 340.0];
+        let line = render_cross_core(&report);
+        assert!(
+            line.starts_with(
+                "cross-core round trip before each pass: min 60 ns, median 70, max 340; 1 of 3 \
+                 passes above twice the median"
+            ),
+            "{line}"
+        );
     }
 }
