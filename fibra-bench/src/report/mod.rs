@@ -90,11 +90,14 @@ impl Report {
         }
     }
 
-    /// The cross-core round trips of the run: min, median and max (ns).
+    /// The cross-core round trips of the run: min, median and max (ns;
+    /// the runs' statistics, over nanoseconds here).
     pub fn cross_core_range(&self) -> Option<(f64, f64, f64)> {
-        let mut v = self.cross_core_ns.clone();
-        v.sort_by(f64::total_cmp);
-        Some((*v.first()?, v[v.len() / 2], *v.last()?))
+        if self.cross_core_ns.is_empty() {
+            return None;
+        }
+        let s = Stats::from_samples(&self.cross_core_ns);
+        Some((s.min_s, s.median_s, s.max_s))
     }
 
     /// The report in the shape docs/benchmarks.md fixes (plus extra fields).
