@@ -162,15 +162,22 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// every acquisition.
 ///
 /// The lock word holds the holder's tag (never 0: [`set_lock_tag`]), so an
-/// acquisition that finds the lock held learns whose thread holds it: the
-/// runtime counts such contention per task turn ([`take_contention`]) and
-/// gathers tasks that contend across workers on one of them
-/// (`rt/gather.rs`).
+/// acquisition that finds the lock held learns whose thread holds it; and
+/// the lock keeps its last holder's tag beside it, so an acquisition also
+/// learns whether another thread held it last (a *hand-off*: its cache
+/// line, and usually what it guards, just came from that thread's core).
+/// The runtime counts both ([`take_contention`] per task turn,
+/// [`take_handoffs`]) and gathers tasks that share resources across
+/// workers on one of them (`rt/gather.rs`).
 #[cfg(not(loom))]
 pub(crate) struct Lock<T> {
     /// 0 while free, else the holder's tag. Acquire on take pairs with the
     /// Release on release.
     state: std::sync::atomic::AtomicU32,
+    /// The tag of the last thread that took the lock (0 before the first):
+    /// read and written only by the holder, so guarded by the lock (atomic
+    /// only to be shared; Relaxed).
+    last: std::sync::atomic::AtomicU32,
     value: std::cell::UnsafeCell<T>,
 }
 
@@ -192,6 +199,29 @@ std::thread_local! {
     /// Acquisitions of a [`Lock`] that found it held since the last
     /// [`take_contention`], and the holder's tag last found.
     static CONTENTION: std::cell::Cell<(u32, u32)> = const { std::cell::Cell::new((0, 0)) };
+    /// Acquisitions of a [`Lock`] another thread took last, since the last
+    /// [`take_handoffs`], and that thread's tag, last found.
+    static HANDOFFS: std::cell::Cell<(u32, u32)> = const { std::cell::Cell::new((0, 0)) };
+}
+
+/// How many [`Lock`] acquisitions of this thread found that another thread
+/// took the lock last, since the last call, and that thread's tag, last
+/// found; starts the count again. (Under loom, never any.)
+#[inline]
+pub(crate) fn take_handoffs() -> (u32, u32) {
+    #[cfg(not(loom))]
+    return HANDOFFS.with(|c| c.replace((0, 0)));
+    #[cfg(loom)]
+    return (0, 0);
+}
+
+/// As [`take_handoffs`], leaving the count as it is.
+#[inline]
+pub(crate) fn handoffs() -> (u32, u32) {
+    #[cfg(not(loom))]
+    return HANDOFFS.with(std::cell::Cell::get);
+    #[cfg(loom)]
+    return (0, 0);
 }
 
 /// Sets the tag this thread writes into the [`Lock`]s it takes (nonzero);
@@ -227,6 +257,7 @@ impl<T> Lock<T> {
     pub(crate) const fn new(value: T) -> Self {
         Self {
             state: std::sync::atomic::AtomicU32::new(0),
+            last: std::sync::atomic::AtomicU32::new(0),
             value: std::cell::UnsafeCell::new(value),
         }
     }
@@ -242,7 +273,24 @@ impl<T> Lock<T> {
         {
             self.lock_contended(tag, holder);
         }
+        // Relaxed: the lock orders it (module docs of the field). A lock
+        // that stays on one thread costs a load of its own line here.
+        let last = self.last.load(Ordering::Relaxed);
+        if last != tag {
+            self.handed_off(tag, last);
+        }
         LockGuard { lock: self }
+    }
+
+    /// We took the lock after `last`'s thread (0: nobody): a hand-off,
+    /// counted; we are its last taker now.
+    #[cold]
+    fn handed_off(&self, tag: u32, last: u32) {
+        // Relaxed: as in `lock`.
+        self.last.store(tag, Ordering::Relaxed);
+        if last != 0 {
+            HANDOFFS.with(|c| c.set((c.get().0.saturating_add(1), last)));
+        }
     }
 
     #[cold]

@@ -11,20 +11,44 @@
 //! held. On one worker they would take turns at a fraction of the cost.
 //!
 //! Every [`Lock`](crate::loom::Lock) word holds its holder's tag, which
-//! names the worker (of which runtime) whose thread holds it. An acquisition
-//! that finds the lock held counts, per task turn, and remembers the
-//! holder (`crate::loom::take_contention`). A task whose turn ends with it
-//! runnable (it yielded, or the cooperative budget made it yield) after at
-//! least [`GATHER_MIN`] such acquisitions, the last against a worker of the
-//! same runtime with a lower index, is handed to that worker
-//! (`Shared::hand_over`: its inbox, then its `next` slot, where thieves do
-//! not take it) instead of being queued here. Tasks move only downwards,
-//! so two contending tasks never swap places: they end on the lower worker
-//! of the two, and the other worker, left with nothing it may steal, parks.
+//! names the worker (of which runtime) whose thread holds it, and the lock
+//! keeps the tag of the thread that took it last. Two signals come of it:
+//!
+//! * *Contention*: an acquisition that finds the lock held counts, per
+//!   task turn, and remembers the holder (`crate::loom::take_contention`).
+//!   A task whose turn ends with it runnable (it yielded, or the
+//!   cooperative budget made it yield) after at least [`GATHER_MIN`] such
+//!   acquisitions, the last against a worker of the same runtime with a
+//!   lower index, moves to that worker.
+//! * *Hand-offs*: an acquisition of a lock another thread took last counts
+//!   too (`crate::loom::take_handoffs`): the lock's
+//!   line, and usually what it guards, just crossed from that thread's
+//!   core. Tasks that take turns at a buffered channel or retry a `select`
+//!   with `else` against each other rarely find a lock held (a critical
+//!   section is a few instructions) but find one handed over at nearly
+//!   every operation. A worker counts them over windows of 61 turns (it
+//!   starts again whenever it looks at the injector, `worker.rs`); a task
+//!   that yields of its own accord after [`HANDOFF_MIN`] of them in the
+//!   window, the last from a lower worker of the same runtime, moves to
+//!   that worker. A task the cooperative
+//!   budget stopped does not move for hand-offs: it was busy, and tasks
+//!   that message each other with work to do on both cores (`erlang/
+//!   hackbench`) hand locks over as often as tasks that spin.
+//!
+//! A task moves through `Shared::hand_over` (that worker's inbox, then its
+//! `next` slot, where thieves do not take it) instead of being queued here.
+//! Tasks move only downwards, so two tasks never swap places: they end on
+//! the lower worker of the two. The worker a task left for hand-offs then
+//! sleeps without stealing (stealing would take the task, or its partner,
+//! back: tasks that yield sit in stealable queues), unless the injector or
+//! its inbox has work; the lower worker's backlog, if it grows, is offered
+//! to it as any backlog is (`worker.rs`, `offer_work`).
 //!
 //! Tasks with parallel work are left alone: a task that computes between
-//! its operations rarely finds a lock held (the holder's critical section
-//! is a few instructions), and one that blocks is placed by its wakes.
+//! its operations rarely finds a lock held and makes few operations a turn
+//! (far fewer than [`HANDOFF_MIN`] in a window), and one
+//! that blocks is placed by its wakes (moving only at a yield, the signals
+//! never move a task that waits).
 //!
 //! A tag is `base | (index + 1)`, `base` a per-runtime multiple of 2^16
 //! from a global counter; threads that are no worker write
@@ -39,6 +63,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 /// coincidence; a producer on a shared channel contends many times in its
 /// 128 operations).
 pub(crate) const GATHER_MIN: u32 = 4;
+/// Hand-offs (acquisitions of locks another thread held last) in one
+/// window of a worker's turns (module docs) that move a task that yields.
+pub(crate) const HANDOFF_MIN: u32 = 8;
 
 /// Workers' tag bits per runtime.
 const INDEX_BITS: u32 = 16;
@@ -99,6 +126,16 @@ mod tests {
     /// The worker running the current task.
     fn here() -> usize {
         with_current(|ctx| ctx.expect("on a worker").index)
+    }
+
+    /// The two tasks' reports: the lower one's, and the upper one's after
+    /// its yield moved it, both from worker 0.
+    fn both_end_on_worker_0(reports: &std::sync::mpsc::Receiver<(&'static str, usize)>) {
+        let mut got: Vec<_> = (0..2)
+            .map(|_| reports.recv_timeout(Duration::from_secs(10)).unwrap())
+            .collect();
+        got.sort();
+        assert_eq!(got, [("lower", 0), ("upper, after its yield", 0)]);
     }
 
     #[test]
@@ -170,11 +207,108 @@ mod tests {
                 }
             });
         }
-        let mut got: Vec<_> = (0..2)
-            .map(|_| reports.recv_timeout(Duration::from_secs(10)).unwrap())
+        both_end_on_worker_0(&reports);
+    }
+
+    #[test]
+    fn a_lock_counts_a_hand_off_when_another_thread_released_it_last() {
+        let lock = Arc::new(Lock::new(0u32));
+        let tags = TagBase::new();
+        let take = |lock: Arc<Lock<u32>>, tag: u32, times: u32| {
+            std::thread::spawn(move || {
+                crate::loom::set_lock_tag(tag);
+                let _ = crate::loom::take_handoffs();
+                for _ in 0..times {
+                    *lock.lock() += 1;
+                }
+                crate::loom::take_handoffs()
+            })
+            .join()
+            .unwrap()
+        };
+        // A fresh lock, then our own releases: no hand-off.
+        assert_eq!(take(lock.clone(), tags.of(0), 3), (0, 0));
+        // Worker 0 released it last: one hand-off, from worker 0's tag;
+        // then worker 1's own releases again.
+        assert_eq!(take(lock.clone(), tags.of(1), 3), (1, tags.of(0)));
+        assert_eq!(take(lock.clone(), tags.of(0), 1), (1, tags.of(1)));
+        assert_eq!(*lock.lock(), 7);
+    }
+
+    #[test]
+    fn a_lock_excludes_whatever_tags_its_takers_leave() {
+        // Four threads, two tags each way (workers of one runtime, another
+        // runtime's, no worker), hammer one lock: every increment lands,
+        // and nobody finds another inside.
+        const EACH: u64 = 100_000;
+        let lock = Arc::new(Lock::new((0u64, false)));
+        let (a, b) = (TagBase::new(), TagBase::new());
+        let tags = [a.of(0), a.of(1), b.of(0), OTHER_THREAD];
+        let threads: Vec<_> = tags
+            .into_iter()
+            .map(|tag| {
+                let lock = lock.clone();
+                std::thread::spawn(move || {
+                    crate::loom::set_lock_tag(tag);
+                    for _ in 0..EACH {
+                        let mut g = lock.lock();
+                        assert!(!g.1, "two holders at once");
+                        g.1 = true;
+                        g.0 += 1;
+                        g.1 = false;
+                    }
+                })
+            })
             .collect();
-        got.sort();
-        assert_eq!(got, [("lower", 0), ("upper, after its yield", 0)]);
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(lock.lock().0, 4 * EACH);
+    }
+
+    #[test]
+    fn a_task_that_keeps_taking_locks_a_lower_worker_released_moves_there() {
+        // The two tasks take turns at a lock, never at once: no contention,
+        // a hand-off at every acquisition of the upper one.
+        let rt = crate::Runtime::builder().workers(2).build().unwrap();
+        let lock = Arc::new(Lock::new(0u32));
+        let turn = Arc::new(AtomicU32::new(0));
+        let arrived = Arc::new(AtomicUsize::new(0));
+        let (report, reports) = std::sync::mpsc::channel();
+        let rounds = 2 * super::HANDOFF_MIN;
+        for _ in 0..2 {
+            let (lock, turn, arrived, report) =
+                (lock.clone(), turn.clone(), arrived.clone(), report.clone());
+            rt.spawn(async move {
+                arrived.fetch_add(1, Ordering::SeqCst);
+                spin_until("both tasks", || arrived.load(Ordering::SeqCst) == 2);
+                let me = here();
+                // Worker 0's task takes the lock at even turns, the other
+                // at odd ones, all in one task turn each; they wait for
+                // their turn outside the lock.
+                for r in 0..rounds {
+                    let mine = 2 * r + u32::from(me != 0);
+                    spin_until("our turn", || turn.load(Ordering::SeqCst) == mine);
+                    *lock.lock() += 1;
+                    turn.store(mine + 1, Ordering::SeqCst);
+                }
+                if me == 0 {
+                    // Ends its turn once the other was handed here.
+                    spin_until("the hand-over", || {
+                        with_current(|ctx| !ctx.expect("on a worker").shared.inboxes[0].is_empty())
+                    });
+                    report.send(("lower", me)).unwrap();
+                } else {
+                    let (handoffs, _) = crate::loom::handoffs();
+                    assert!(handoffs >= super::HANDOFF_MIN, "{handoffs} hand-offs");
+                    assert_eq!(crate::loom::contention_count(), 0, "never found it held");
+                    // The yield hands it to the lower worker.
+                    crate::yield_now().await;
+                    report.send(("upper, after its yield", here())).unwrap();
+                }
+            });
+        }
+        both_end_on_worker_0(&reports);
     }
 
     #[test]

@@ -105,17 +105,31 @@ pub(crate) fn requeue(task: TaskRef) {
     }
 }
 
-/// A task whose turn ended with it runnable and that kept finding locks
-/// held by another worker's tasks goes to that worker (`gather.rs`);
-/// `Err` gives it back to queue here.
+/// A task whose turn ended with it runnable, after it kept finding locks
+/// held by another worker's tasks, or (if it yielded of its own accord)
+/// its worker kept taking locks another worker released, goes to that
+/// worker (`gather.rs`); `Err` gives it back to queue here.
 #[inline]
 fn gather(task: TaskRef) -> Result<(), TaskRef> {
-    let (contended, holder) = crate::loom::take_contention();
-    if contended < super::gather::GATHER_MIN {
-        return Err(task);
+    let (contended, mut holder) = crate::loom::take_contention();
+    let handed_off = contended < super::gather::GATHER_MIN;
+    if handed_off {
+        // Hand-offs move only a task that yielded of its own accord: one
+        // the budget stopped was busy, and may have parallel work.
+        if crate::coop::exhausted() {
+            return Err(task);
+        }
+        let (handed, from) = crate::loom::handoffs();
+        if handed < super::gather::HANDOFF_MIN {
+            return Err(task);
+        }
+        let _ = crate::loom::take_handoffs();
+        holder = from;
     }
     with_current(|ctx| match ctx {
-        Some(ctx) if Arc::ptr_eq(&ctx.shared, task.shared()) => ctx.gather(task, holder),
+        Some(ctx) if Arc::ptr_eq(&ctx.shared, task.shared()) => {
+            ctx.gather(task, holder, handed_off)
+        }
         _ => Err(task),
     })
 }

@@ -198,6 +198,10 @@ pub(crate) struct WorkerCtx {
     /// `spawn_eager` calls left that spawn ordinary tasks, after a parasite
     /// inflated here (`schedule::inflate`).
     eager_penalty: Cell<u32>,
+    /// A task of ours was just moved to a lower worker for hand-offs
+    /// (`gather.rs`): the next time we run out of work we sleep rather
+    /// than steal it, or its partner, back.
+    gathered_away: Cell<bool>,
 }
 
 /// After a parasite inflated on a worker, its next this many `spawn_eager`
@@ -251,6 +255,7 @@ impl WorkerCtx {
             quiet_ticks: Cell::new(0),
             seen_total: Cell::new(0),
             eager_penalty: Cell::new(0),
+            gathered_away: Cell::new(false),
             heap: NonNull::from(&shared.heaps[index]),
             shared,
             index,
@@ -388,11 +393,19 @@ impl WorkerCtx {
     }
 
     /// A task whose turn here ended with it runnable, after its locks kept
-    /// being held by `holder`: handed to that worker if it is a lower one
-    /// of this runtime (`gather.rs`); `Err` gives back an entry to queue
-    /// here (the task, or another if that worker sleeps).
+    /// being held by `holder`, or (`handed_off`) we kept taking locks
+    /// `holder` took last: handed to that worker if it is a lower one of
+    /// this runtime (`gather.rs`); `Err` gives back an entry to queue here
+    /// (the task, or another if that worker sleeps). After a move for
+    /// hand-offs we sleep without stealing the next time we run out of
+    /// work (`gather.rs`).
     #[cold]
-    pub(crate) fn gather(&self, task: TaskRef, holder: u32) -> Result<(), TaskRef> {
+    pub(crate) fn gather(
+        &self,
+        task: TaskRef,
+        holder: u32,
+        handed_off: bool,
+    ) -> Result<(), TaskRef> {
         let workers = self.shared.parkers.len();
         let Some(j) = self.shared.lock_tags.target(holder, self.index, workers) else {
             return Err(task);
@@ -400,7 +413,10 @@ impl WorkerCtx {
         self.count(super::metrics::Count::Gathered);
         crate::trace::event!(worker = self.index, to = j, "gather");
         match self.shared.hand_over(j, task) {
-            None => Ok(()),
+            None => {
+                self.gathered_away.set(handed_off);
+                Ok(())
+            }
             Some(back) => Err(back),
         }
     }
@@ -627,6 +643,8 @@ impl WorkerCtx {
         let tick = self.tick.get().wrapping_add(1);
         self.tick.set(tick);
         if tick % INJECTOR_INTERVAL == 0 {
+            // A new window of hand-offs (`gather.rs`).
+            let _ = crate::loom::take_handoffs();
             let _ = self.poll_io_now();
             if let Some(t) = self.steal_injector() {
                 return Some(t);
@@ -876,7 +894,15 @@ impl WorkerCtx {
             if self.poll_io_now() > 0 {
                 continue;
             }
-            if let Some(task) = self.search(searching) {
+            // Our task just went to a lower worker (`gather.rs`): stealing
+            // now would take it or its partner back. Sleep; the others'
+            // backlog, if it grows, is offered as ever (`offer_work`).
+            let gathered_away = self.gathered_away.replace(false);
+            if gathered_away {
+                if searching {
+                    self.stop_searching(false);
+                }
+            } else if let Some(task) = self.search(searching) {
                 searching = false;
                 self.run_task(task);
                 continue;
@@ -896,8 +922,12 @@ impl WorkerCtx {
             idle.register_sleeper(self.index, tick.is_some());
             // If a waker picked us meanwhile (unregister fails), it counts us
             // as a searcher and its token is on the way: park takes it.
-            if (self.shared.has_work_for(self.index) || done() || self.shared.is_shutdown())
-                && idle.unregister_sleeper(self.index)
+            let work = if gathered_away {
+                !self.shared.injector.is_empty() || !self.shared.inboxes[self.index].is_empty_now()
+            } else {
+                self.shared.has_work_for(self.index)
+            };
+            if (work || done() || self.shared.is_shutdown()) && idle.unregister_sleeper(self.index)
             {
                 continue;
             }
