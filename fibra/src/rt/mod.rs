@@ -157,14 +157,14 @@ impl Shared {
         self.stealers.iter().chain(&self.yield_stealers)
     }
 
-    fn has_work(&self) -> bool {
-        !self.injector.is_empty() || self.all_stealable().any(|s| !s.is_empty())
-    }
-
-    /// A sleeper's final look: work anywhere, or in worker `me`'s inbox
-    /// (read under its lock: `inbox.rs`).
-    fn has_work_for(&self, me: usize) -> bool {
-        self.has_work() || !self.inboxes[me].is_empty_now()
+    /// A sleeper's final look: work in the injector, in worker `me`'s
+    /// inbox (read under its lock: `inbox.rs`), or, if it `steals`, in any
+    /// worker's stealable queues (one that just gave a task away for
+    /// hand-offs does not: `gather.rs`).
+    fn has_work_for(&self, me: usize, steals: bool) -> bool {
+        !self.injector.is_empty()
+            || (steals && self.all_stealable().any(|s| !s.is_empty()))
+            || !self.inboxes[me].is_empty_now()
     }
 
     /// Hands `task` (a queue entry: it holds `RUNNING`) to worker `to`,

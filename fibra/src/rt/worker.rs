@@ -922,12 +922,10 @@ impl WorkerCtx {
             idle.register_sleeper(self.index, tick.is_some());
             // If a waker picked us meanwhile (unregister fails), it counts us
             // as a searcher and its token is on the way: park takes it.
-            let work = if gathered_away {
-                !self.shared.injector.is_empty() || !self.shared.inboxes[self.index].is_empty_now()
-            } else {
-                self.shared.has_work_for(self.index)
-            };
-            if (work || done() || self.shared.is_shutdown()) && idle.unregister_sleeper(self.index)
+            if (self.shared.has_work_for(self.index, !gathered_away)
+                || done()
+                || self.shared.is_shutdown())
+                && idle.unregister_sleeper(self.index)
             {
                 continue;
             }
