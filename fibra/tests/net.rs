@@ -468,3 +468,35 @@ fn sockets_ready_in_one_poll_are_served_in_the_order_they_became_ready() {
         "first ready, first served"
     );
 }
+
+#[test]
+fn host_names_are_looked_up_and_each_address_tried() {
+    rt().block_on(async {
+        // Bound on IPv4 only: if "localhost" names ::1 first, that address
+        // is refused and the next one connects.
+        let listener = TcpListener::bind(("localhost", 0)).await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        assert!(addr.ip().is_loopback());
+        let v4 = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = v4.local_addr().unwrap().port();
+        let c = TcpStream::connect(format!("localhost:{port}")).await.unwrap();
+        let (s, from) = v4.accept().await.unwrap();
+        assert_eq!(from, c.local_addr().unwrap());
+        c.write_all(b"hi").await.unwrap();
+        let mut buf = [0; 2];
+        s.read_exact(&mut buf).await.unwrap();
+        assert_eq!(&buf, b"hi");
+        // UDP too, by name and as (host, port).
+        let u = UdpSocket::bind("localhost:0").await.unwrap();
+        u.connect(("localhost", u.local_addr().unwrap().port()))
+            .await
+            .unwrap();
+        // Bad input: no port, or no address at all.
+        let err = TcpStream::connect("localhost").await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
+        let none: &[std::net::SocketAddr] = &[];
+        let err = TcpStream::connect(none).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
+        assert!(err.to_string().contains("no address"), "{err}");
+    });
+}

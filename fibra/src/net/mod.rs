@@ -34,6 +34,7 @@
 //! An accepted connection or a received datagram whose branch loses the
 //! choice is not lost: the next accept or receive returns it.
 
+mod addr;
 mod compat;
 #[cfg(feature = "hyper")]
 mod hyper_rt;
@@ -43,6 +44,7 @@ mod tcp_listener;
 mod tcp_stream;
 mod udp;
 
+pub use addr::{ToSocketAddrs, lookup_host};
 pub use split::{OwnedReadHalf, OwnedWriteHalf, ReadHalf, ReuniteError, WriteHalf};
 pub use tcp_listener::{AcceptOp, TcpListener};
 pub use tcp_stream::{ReadyOp, TcpStream};

@@ -8,6 +8,7 @@
 //! next accept waits first (5 ms, doubling up to 1 s while the error lasts)
 //! instead of retrying in a loop while the kernel still refuses.
 
+use super::addr::{ToSocketAddrs, first_that};
 use super::io_op::{Attempt, IoOp, socket_op};
 use super::tcp_stream::TcpStream;
 use crate::rt::io::{Direction, IoSource, WaitKey};
@@ -15,7 +16,7 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::future::Future;
 use std::io;
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::{Mutex, PoisonError};
 use std::task::{Context, Poll};
@@ -72,9 +73,8 @@ fn is_resource_error(e: &io::Error) -> bool {
 impl TcpListener {
     /// Binds to `addr` (the first of its addresses that binds) and listens.
     ///
-    /// Must be called inside a fibra runtime. Name resolution, if `addr`
-    /// needs any, blocks the calling worker: pass socket addresses in
-    /// hot paths.
+    /// Must be called inside a fibra runtime. A host name in `addr` is
+    /// looked up on the runtime's blocking pool ([`ToSocketAddrs`]).
     ///
     /// ```
     /// # fibra::run(async {
@@ -83,16 +83,10 @@ impl TcpListener {
     /// # });
     /// ```
     pub async fn bind<A: ToSocketAddrs>(addr: A) -> io::Result<TcpListener> {
-        let mut last = None;
-        for a in addr.to_socket_addrs()? {
-            match mio::net::TcpListener::bind(a) {
-                Ok(l) => return Self::from_mio(l),
-                Err(e) => last = Some(e),
-            }
-        }
-        Err(last.unwrap_or_else(|| {
-            io::Error::new(io::ErrorKind::InvalidInput, "no address to bind to")
-        }))
+        let l = first_that(addr, "bind to", |a| {
+            std::future::ready(mio::net::TcpListener::bind(a))
+        });
+        Self::from_mio(l.await?)
     }
 
     /// Wraps a listener made with the standard library (it is switched to

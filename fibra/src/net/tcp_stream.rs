@@ -1,12 +1,13 @@
 //! `TcpStream`: a connection, with async reads and writes, readiness ops
 //! for choices, and the `futures-io` traits.
 
+use super::addr::{ToSocketAddrs, first_that};
 use super::io_op::{Attempt, IoOp, socket_op};
 use super::split::{OwnedReadHalf, OwnedWriteHalf, ReadHalf, WriteHalf};
 use crate::rt::io::{Direction, IoSource, WaitKey, short_read};
 use std::fmt;
 use std::io::{self, Read, Write};
-use std::net::{Shutdown, SocketAddr, ToSocketAddrs};
+use std::net::{Shutdown, SocketAddr};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -51,8 +52,8 @@ pub struct TcpStream {
 impl TcpStream {
     /// Connects to `addr`, trying each of its addresses in turn.
     ///
-    /// Must be called inside a fibra runtime. Name resolution, if `addr`
-    /// needs any, blocks the calling worker.
+    /// Must be called inside a fibra runtime. A host name in `addr` is
+    /// looked up on the runtime's blocking pool ([`ToSocketAddrs`]).
     ///
     /// ```
     /// # fibra::run(async {
@@ -63,16 +64,7 @@ impl TcpStream {
     /// # });
     /// ```
     pub async fn connect<A: ToSocketAddrs>(addr: A) -> io::Result<TcpStream> {
-        let mut last = None;
-        for a in addr.to_socket_addrs()? {
-            match Self::connect_one(a).await {
-                Ok(s) => return Ok(s),
-                Err(e) => last = Some(e),
-            }
-        }
-        Err(last.unwrap_or_else(|| {
-            io::Error::new(io::ErrorKind::InvalidInput, "no address to connect to")
-        }))
+        first_that(addr, "connect to", Self::connect_one).await
     }
 
     async fn connect_one(addr: SocketAddr) -> io::Result<TcpStream> {

@@ -3,12 +3,13 @@
 //! A datagram received by an op whose branch lost its choice is copied to
 //! `kept` and handed out first by the next receive.
 
+use super::addr::{ToSocketAddrs, first_that};
 use super::io_op::{Attempt, IoOp, socket_op};
 use crate::rt::io::{Direction, IoSource, WaitKey};
 use std::collections::VecDeque;
 use std::fmt;
 use std::io;
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::SocketAddr;
 use std::sync::{Mutex, PoisonError};
 use std::task::{Context, Poll};
 
@@ -37,7 +38,8 @@ pub struct UdpSocket {
 
 impl UdpSocket {
     /// Binds to `addr` (the first of its addresses that binds). Must be
-    /// called inside a fibra runtime.
+    /// called inside a fibra runtime. A host name in `addr` is looked up on
+    /// the runtime's blocking pool ([`ToSocketAddrs`]).
     ///
     /// ```
     /// # fibra::run(async {
@@ -46,16 +48,10 @@ impl UdpSocket {
     /// # });
     /// ```
     pub async fn bind<A: ToSocketAddrs>(addr: A) -> io::Result<UdpSocket> {
-        let mut last = None;
-        for a in addr.to_socket_addrs()? {
-            match mio::net::UdpSocket::bind(a) {
-                Ok(s) => return Self::from_mio(s),
-                Err(e) => last = Some(e),
-            }
-        }
-        Err(last.unwrap_or_else(|| {
-            io::Error::new(io::ErrorKind::InvalidInput, "no address to bind to")
-        }))
+        let s = first_that(addr, "bind to", |a| {
+            std::future::ready(mio::net::UdpSocket::bind(a))
+        });
+        Self::from_mio(s.await?)
     }
 
     /// Wraps a socket made with the standard library (switched to
@@ -111,16 +107,10 @@ impl UdpSocket {
     /// # });
     /// ```
     pub async fn connect<A: ToSocketAddrs>(&self, addr: A) -> io::Result<()> {
-        let mut last = None;
-        for a in addr.to_socket_addrs()? {
-            match self.io.get().connect(a) {
-                Ok(()) => return Ok(()),
-                Err(e) => last = Some(e),
-            }
-        }
-        Err(last.unwrap_or_else(|| {
-            io::Error::new(io::ErrorKind::InvalidInput, "no address to connect to")
-        }))
+        first_that(addr, "connect to", |a| {
+            std::future::ready(self.io.get().connect(a))
+        })
+        .await
     }
 
     /// Sends `buf` to `target`; returns the bytes sent.

@@ -920,6 +920,11 @@ impl std::fmt::Debug for Handle {
     }
 }
 
+/// Whether this thread is a worker of a fibra runtime (inside its run).
+pub(crate) fn on_worker() -> bool {
+    with_current(|ctx| ctx.is_some())
+}
+
 /// The I/O driver of the runtime whose worker this thread is (`what`
 /// names the call, for the error outside a runtime).
 pub(crate) fn current_io_driver(what: &str) -> std::io::Result<Arc<io::Driver>> {
