@@ -84,7 +84,7 @@ pub use chan::{
 pub use chan::{broadcast, oneshot, watch};
 pub use mailbox::{
     ActorId, Addr, Call, CallError, Exit, ExitSignal, LookupError, Mailbox, Monitor, RegisterError,
-    Reply, ReplyOp, bounded_mailbox, mailbox, register, registered, unregister, whereis,
+    Reply, ReplyOp, bounded_mailbox, mailbox, pg, register, registered, unregister, whereis,
 };
 pub use op::{
     Always, BoxOp, Branches, Choose, Guard, Nack, Never, Op, Perform, WithNack, Wrap, always,

@@ -479,7 +479,9 @@ fn host_names_are_looked_up_and_each_address_tried() {
         assert!(addr.ip().is_loopback());
         let v4 = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = v4.local_addr().unwrap().port();
-        let c = TcpStream::connect(format!("localhost:{port}")).await.unwrap();
+        let c = TcpStream::connect(format!("localhost:{port}"))
+            .await
+            .unwrap();
         let (s, from) = v4.accept().await.unwrap();
         assert_eq!(from, c.local_addr().unwrap());
         c.write_all(b"hi").await.unwrap();

@@ -109,6 +109,8 @@ pub(crate) struct Rare<M> {
     pub(crate) trap: Option<Trap<M>>,
     /// Names this mailbox is registered under (`registry.rs`).
     pub(crate) names: Vec<String>,
+    /// Process groups this mailbox is in, once per membership (`pg.rs`).
+    pub(crate) groups: Vec<String>,
     /// Messages a supervised life took out of the queue but did not
     /// receive: the next life receives them first.
     pub(crate) handover: VecDeque<M>,
@@ -134,6 +136,7 @@ impl<M> Control<M> {
             Box::new(Rare {
                 trap: None,
                 names: Vec::new(),
+                groups: Vec::new(),
                 handover: VecDeque::new(),
                 last_exit: None,
             })
@@ -144,11 +147,35 @@ impl<M> Control<M> {
         self.rare.as_ref().and_then(|r| r.trap.clone())
     }
 
-    fn take_names(&mut self) -> Vec<String> {
+    fn take_names(&mut self) -> Names {
         self.rare
             .as_mut()
-            .map(|r| std::mem::take(&mut r.names))
+            .map(|r| Names {
+                registered: std::mem::take(&mut r.names),
+                groups: std::mem::take(&mut r.groups),
+            })
             .unwrap_or_default()
+    }
+}
+
+/// What a mailbox's final end frees: its registered names and its process
+/// group memberships.
+#[derive(Default)]
+struct Names {
+    registered: Vec<String>,
+    groups: Vec<String>,
+}
+
+impl Names {
+    /// Frees them (after the mailbox's lock is released: `registry.rs` and
+    /// `pg.rs` take their tables' locks before a mailbox's).
+    fn forget(self, me: ActorId) {
+        if !self.registered.is_empty() {
+            super::registry::forget(&self.registered, me);
+        }
+        if !self.groups.is_empty() {
+            super::pg::forget(&self.groups, me);
+        }
     }
 }
 
@@ -230,11 +257,13 @@ impl<M> Inner<M> {
         let mut c = lock(&self.ctl);
         if c.dead {
             // The life ended before; a supervisor now ends the mailbox.
-            let names = if last { c.take_names() } else { Vec::new() };
+            let names = if last {
+                c.take_names()
+            } else {
+                Names::default()
+            };
             drop(c);
-            if !names.is_empty() {
-                super::registry::forget(&names, me);
-            }
+            names.forget(me);
             return false;
         }
         c.dead = true;
@@ -251,15 +280,17 @@ impl<M> Inner<M> {
         }
         let links = std::mem::take(&mut c.links);
         let waker = c.waker.take();
-        let names = if last { c.take_names() } else { Vec::new() };
+        let names = if last {
+            c.take_names()
+        } else {
+            Names::default()
+        };
         drop(c);
         drop(waker);
         for peer in links {
             peer.signal(me, exit);
         }
-        if !names.is_empty() {
-            super::registry::forget(&names, me);
-        }
+        names.forget(me);
         true
     }
 

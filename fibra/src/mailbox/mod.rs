@@ -99,6 +99,7 @@ mod call;
 mod inner_arc;
 mod link;
 mod ops;
+pub mod pg;
 mod queue;
 mod recv;
 mod registry;
