@@ -16,8 +16,8 @@
 //!     pg::join("doc-pg-workers", &b).unwrap();
 //!
 //!     // Send to every member (the message is cloned for each).
-//!     let (me, mut inbox) = fibra::mailbox();
-//!     assert_eq!(pg::send("doc-pg-workers", (1, me)).unwrap(), 2);
+//!     let (me, mut inbox) = fibra::mailbox::<u32>();
+//!     assert_eq!(pg::send("doc-pg-workers", (1u32, me)).unwrap(), 2);
 //!     assert_eq!(inbox.recv().await.unwrap() + inbox.recv().await.unwrap(), 4);
 //!
 //!     // A member that ends leaves its groups.
