@@ -11,6 +11,8 @@ use common::{Rng, test_seed};
 use fibra::actors::{ChildSpec, Restart, Strategy, Supervisor, SupervisorRef};
 use fibra::{Addr, Exit, ExitSignal, Mailbox, Runtime};
 use std::collections::HashSet;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -45,14 +47,22 @@ impl Drop for OnDrop {
 /// A child that logs its starts and ends, answers pings with its life
 /// number, and crashes on request.
 fn add_child(sup: &mut Supervisor, spec: ChildSpec, log: &Log) -> Addr<Cmd> {
-    let name = spec.name().to_string();
-    let log = log.clone();
+    let body = logged_body(spec.name(), log);
+    sup.child_spec(spec, body)
+}
+
+/// The body of [`add_child`]'s children.
+fn logged_body(
+    name: &str,
+    log: &Log,
+) -> impl FnMut(Mailbox<Cmd>) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + 'static {
+    let (name, log) = (name.to_string(), log.clone());
     let mut lives = 0u64;
-    sup.child_spec(spec, move |mut mb: Mailbox<Cmd>| {
+    move |mut mb: Mailbox<Cmd>| {
         lives += 1;
         let (name, log, life) = (name.clone(), log.clone(), lives);
         log.lock().unwrap().push(format!("start {name}"));
-        async move {
+        Box::pin(async move {
             let _guard = OnDrop(name.clone(), log.clone());
             while let Some(cmd) = mb.recv().await {
                 match cmd {
@@ -63,8 +73,8 @@ fn add_child(sup: &mut Supervisor, spec: ChildSpec, log: &Log) -> Addr<Cmd> {
                 }
             }
             log.lock().unwrap().push(format!("stop {name}"));
-        }
-    })
+        })
+    }
 }
 
 async fn ping(a: &Addr<Cmd>) -> u64 {
@@ -612,5 +622,194 @@ fn a_failing_subtree_is_seen_and_restarted_by_the_supervisor_above() {
         assert!(matches!(inner.exited().await, Exit::Failed(_)));
         assert!(w.exited().await.is_abnormal());
         assert!(w.send(Cmd::Crash).is_err());
+    });
+}
+
+/// The names of the supervisor's children, in start order.
+async fn names(sup: &SupervisorRef) -> Vec<String> {
+    sup.children()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|c| c.name)
+        .collect()
+}
+
+#[test]
+fn children_started_while_running_are_supervised_like_the_others() {
+    let log = Log::default();
+    rt().block_on({
+        let log = log.clone();
+        async move {
+            let mut sup = Supervisor::new(Strategy::RestForOne).intensity(10, LONG);
+            let a = add_child(&mut sup, ChildSpec::new("a"), &log);
+            let b = add_child(&mut sup, ChildSpec::new("b"), &log);
+            let sup = sup.spawn();
+            let c = sup
+                .start_child(ChildSpec::new("c"), logged_body("c", &log))
+                .await
+                .unwrap();
+            assert_eq!(names(&sup).await, ["a", "b", "c"]);
+            assert_eq!(ping(&c).await, 1);
+            // Appended: a restart of b restarts c after it.
+            log.lock().unwrap().clear();
+            crash_and_wait(&b, 2).await;
+            assert_eq!(ping(&c).await, 2);
+            assert_eq!(
+                log_of(&log),
+                ["dropped b", "dropped c", "start b", "start c"]
+            );
+            // Removed: stopped gracefully, gone from the list, no longer
+            // restarted with the others.
+            log.lock().unwrap().clear();
+            assert_eq!(sup.terminate_child(&b).await.unwrap(), Some(Exit::Normal));
+            assert_eq!(log_of(&log), ["stop b", "dropped b"]);
+            assert!(b.send(Cmd::Crash).is_err(), "stopped for good");
+            assert_eq!(b.exited().await, Exit::Normal);
+            assert_eq!(names(&sup).await, ["a", "c"]);
+            assert_eq!(sup.terminate_child(&b).await.unwrap(), None);
+            log.lock().unwrap().clear();
+            crash_and_wait(&a, 2).await;
+            assert_eq!(ping(&c).await, 3);
+            assert_eq!(
+                log_of(&log),
+                ["dropped a", "dropped c", "start a", "start c"]
+            );
+            log.lock().unwrap().clear();
+            sup.shutdown();
+            assert_eq!(sup.exited().await, Exit::Normal);
+            assert_eq!(log_of(&log), ["stop c", "dropped c", "stop a", "dropped a"]);
+            assert_eq!(c.exited().await, Exit::Normal);
+            // Too late: the supervisor has ended.
+            let late = sup
+                .start_child(ChildSpec::new("late"), logged_body("late", &log))
+                .await;
+            assert_eq!(late.unwrap_err(), fibra::CallError::NotDelivered);
+            assert!(sup.terminate_child(&a).await.is_err());
+        }
+    });
+}
+
+#[test]
+fn terminate_child_kills_one_that_overstays_and_the_rest_run_on() {
+    rt().block_on(async {
+        let log = Log::default();
+        let mut sup = Supervisor::new(Strategy::OneForAll).intensity(10, LONG);
+        let a = add_child(&mut sup, ChildSpec::new("a"), &log);
+        let sup = sup.spawn();
+        let stuck = sup
+            .start_child(
+                ChildSpec::new("stuck").shutdown(Duration::from_millis(20)),
+                |mb: Mailbox<()>| async move {
+                    let _mb = mb;
+                    std::future::pending::<()>().await;
+                },
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            sup.terminate_child(&stuck).await.unwrap(),
+            Some(Exit::Killed)
+        );
+        assert_eq!(stuck.exited().await, Exit::Killed);
+        assert_eq!(names(&sup).await, ["a"]);
+        // A temporary child that ended by itself: removed with its exit.
+        let once = sup
+            .start_child(
+                ChildSpec::new("once").restart(Restart::Temporary),
+                |mut mb: Mailbox<()>| async move {
+                    let _ = mb.recv().await;
+                },
+            )
+            .await
+            .unwrap();
+        once.send(()).unwrap();
+        assert_eq!(once.exited().await, Exit::Normal);
+        assert_eq!(
+            sup.terminate_child(&once).await.unwrap(),
+            Some(Exit::Normal)
+        );
+        // The one left is untouched (one-for-all: no restart happened).
+        assert_eq!(ping(&a).await, 1);
+        sup.shutdown();
+        sup.exited().await;
+    });
+}
+
+#[test]
+fn a_supervised_supervisor_keeps_the_children_added_while_it_ran() {
+    rt().block_on(async {
+        let log = Log::default();
+        let mut inner = Supervisor::new(Strategy::OneForOne).intensity(0, LONG);
+        let fixed = add_child(&mut inner, ChildSpec::new("fixed"), &log);
+        let mut top = Supervisor::new(Strategy::OneForOne).intensity(10, LONG);
+        let inner = top.supervisor(ChildSpec::new("inner"), inner);
+        let top = top.spawn();
+        let added = inner
+            .start_child(ChildSpec::new("added"), logged_body("added", &log))
+            .await
+            .unwrap();
+        assert_eq!(ping(&added).await, 1);
+        // Over the inner intensity: the top supervisor restarts the inner
+        // one, which starts both children again.
+        crash_and_wait(&added, 2).await;
+        assert_eq!(names(&inner).await, ["fixed", "added"]);
+        assert_eq!(ping(&fixed).await, 2);
+        top.shutdown();
+        assert_eq!(top.exited().await, Exit::Normal);
+        assert_eq!(added.exited().await, Exit::Normal);
+    });
+}
+
+#[test]
+fn stress_children_started_and_terminated_from_many_tasks() {
+    let seed = test_seed("dynamic children stress");
+    rt().block_on(async move {
+        let log = Log::default();
+        let sup = Supervisor::new(Strategy::OneForOne)
+            .intensity(100_000, LONG)
+            .spawn();
+        let tasks: Vec<_> = (0..4u64)
+            .map(|t| {
+                let (sup, log) = (sup.clone(), log.clone());
+                fibra::spawn(async move {
+                    let mut rng = Rng::new(seed ^ t);
+                    let mut kept = Vec::new();
+                    for i in 0..150 {
+                        let name = format!("t{t}-{i}");
+                        let child = sup
+                            .start_child(ChildSpec::new(name.clone()), logged_body(&name, &log))
+                            .await
+                            .unwrap();
+                        if rng.chance(30) {
+                            crash_and_wait(&child, 2).await;
+                        } else {
+                            assert_eq!(ping(&child).await, 1);
+                        }
+                        if rng.chance(50) {
+                            let exit = sup.terminate_child(&child).await.unwrap();
+                            assert_eq!(exit, Some(Exit::Normal), "{name}");
+                            assert!(child.is_closed());
+                        } else {
+                            kept.push(child);
+                        }
+                    }
+                    kept
+                })
+            })
+            .collect();
+        let mut kept = Vec::new();
+        for t in tasks {
+            kept.extend(t.await.unwrap());
+        }
+        assert_eq!(sup.children().await.unwrap().len(), kept.len());
+        for child in &kept {
+            assert!(ping(child).await >= 1);
+        }
+        sup.shutdown();
+        assert_eq!(sup.exited().await, Exit::Normal);
+        for child in &kept {
+            assert_eq!(child.exited().await, Exit::Normal);
+        }
     });
 }

@@ -8,6 +8,10 @@
 //!   last one's `Ended` event, which its task sends after dropping its body
 //!   (and the mailbox it received with). So a mailbox never has two
 //!   receivers.
+//! * A slot is known by its child's address's id, stable for the slot's
+//!   life in the supervisor (the slot holds the address; a child added
+//!   while the supervisor runs is appended, one stopped with
+//!   `terminate_child` removed): events name that id, never a position.
 //! * `Slot::life` numbers a child's lives; an `Ended` event names the life
 //!   it reports. A life the supervisor killed for a group restart reports
 //!   through the same event, which the restart waits for (a selective
@@ -16,7 +20,9 @@
 //!   `max_restarts` within `period` and the supervisor stops every child
 //!   (reverse start order) and fails with `Exit::Failed`.
 
-use crate::mailbox::{Addr, Exit, Mailbox, OnEnd, Reply, supervised_addr, supervised_life};
+use crate::mailbox::{
+    ActorId, Addr, Exit, Mailbox, OnEnd, Reply, supervised_addr, supervised_life,
+};
 use std::collections::VecDeque;
 use std::fmt;
 use std::future::Future;
@@ -136,6 +142,10 @@ impl ChildSpec {
 /// A child seen by its supervisor, whatever its message type.
 trait Child: Send {
     fn spec(&self) -> &ChildSpec;
+    /// Its address's id: the slot's key.
+    fn id(&self) -> ActorId;
+    /// How it ended for good, once it did.
+    fn exit(&self) -> Option<Exit>;
     /// Spawns a new life.
     fn start(&mut self, on_end: OnEnd);
     fn kill(&self);
@@ -159,6 +169,14 @@ where
 {
     fn spec(&self) -> &ChildSpec {
         &self.spec
+    }
+
+    fn id(&self) -> ActorId {
+        self.addr.id()
+    }
+
+    fn exit(&self) -> Option<Exit> {
+        self.addr.try_exited()
     }
 
     fn start(&mut self, on_end: OnEnd) {
@@ -210,6 +228,14 @@ struct SupervisorChild {
 impl Child for SupervisorChild {
     fn spec(&self) -> &ChildSpec {
         &self.spec
+    }
+
+    fn id(&self) -> ActorId {
+        self.addr.id()
+    }
+
+    fn exit(&self) -> Option<Exit> {
+        self.addr.try_exited()
     }
 
     fn start(&mut self, on_end: OnEnd) {
@@ -591,8 +617,14 @@ impl fmt::Debug for Supervisor {
 
 /// What a supervisor's mailbox receives.
 enum Event {
-    /// A life of child `index` ended.
-    Ended { index: usize, life: u64, exit: Exit },
+    /// A life of the child `id` ended.
+    Ended { id: ActorId, life: u64, exit: Exit },
+    /// Add a child after the others and start it
+    /// ([`SupervisorRef::start_child`]).
+    StartChild(Box<dyn Child>, Reply<()>),
+    /// Stop a child for good and remove it; replies with its exit, or
+    /// `None` if it is not a child ([`SupervisorRef::terminate_child`]).
+    TerminateChild(ActorId, Reply<Option<Exit>>),
     /// Stop every child (reverse start order), then end normally.
     Shutdown,
     /// Kill every child (reverse start order, waiting for each), then end
@@ -768,6 +800,113 @@ impl SupervisorRef {
         self.addr.request(Event::Children)?.reply().await
     }
 
+    /// Adds a child while the supervisor runs (OTP's `start_child`): it is
+    /// appended after the others (so a rest-for-one restart of an earlier
+    /// child restarts it too) and started; `body` is called for each of its
+    /// lives, as for [`Supervisor::child_spec`]. Returns its address, stable
+    /// across restarts, once the supervisor has started it. A supervised
+    /// supervisor keeps the child across its own restarts.
+    ///
+    /// # Errors
+    ///
+    /// [`CallError::NotDelivered`](crate::CallError::NotDelivered) if the
+    /// supervisor has ended, [`CallError::NoReply`](crate::CallError::NoReply)
+    /// if it ends before it gets to the request: the child never started,
+    /// and its address is dropped. Dropping the returned future once the
+    /// request has gone out does not withdraw it: the child is started, and
+    /// only its address is lost to the caller.
+    ///
+    /// ```
+    /// use fibra::actors::{ChildSpec, Strategy, Supervisor};
+    ///
+    /// fibra::run(async {
+    ///     // A pool that grows on demand (Elixir's DynamicSupervisor).
+    ///     let pool = Supervisor::new(Strategy::OneForOne).spawn();
+    ///     let worker = pool
+    ///         .start_child(ChildSpec::new("conn-1"), |mut mb: fibra::Mailbox<u32>| async move {
+    ///             while mb.recv().await.is_some() {}
+    ///         })
+    ///         .await
+    ///         .unwrap();
+    ///     worker.send(1).unwrap();
+    ///     assert_eq!(pool.children().await.unwrap()[0].name, "conn-1");
+    ///     pool.shutdown();
+    ///     pool.exited().await;
+    ///     assert!(worker.is_closed());
+    /// });
+    /// ```
+    pub async fn start_child<M, B, F>(
+        &self,
+        spec: ChildSpec,
+        body: B,
+    ) -> Result<Addr<M>, crate::CallError>
+    where
+        M: Send + 'static,
+        B: FnMut(Mailbox<M>) -> F + Send + 'static,
+        F: Future<Output = ()> + Send + 'static,
+    {
+        let addr = supervised_addr();
+        let child = Box::new(ChildOf {
+            spec,
+            addr: addr.clone(),
+            body,
+        });
+        let started = match self.addr.request(|reply| Event::StartChild(child, reply)) {
+            Ok(call) => call.reply().await,
+            Err(e) => Err(e),
+        };
+        match started {
+            Ok(()) => Ok(addr),
+            Err(e) => {
+                // Never started: its address reports it, as a child the
+                // supervisor stopped for good before its first life.
+                addr.end_supervised(Exit::Failed(format!(
+                    "its supervisor ended before starting it ({e})"
+                )));
+                Err(e)
+            }
+        }
+    }
+
+    /// Stops the child at `child` for good and removes it (OTP's
+    /// `terminate_child` and `delete_child`): as in a shutdown, its mailbox
+    /// is closed, it gets its shutdown timeout to end, then it is killed.
+    /// Returns its exit, or `None` if it is not (or no longer) a child of
+    /// this supervisor.
+    ///
+    /// # Errors
+    ///
+    /// If the supervisor has ended.
+    ///
+    /// ```
+    /// use fibra::actors::{Strategy, Supervisor};
+    /// use fibra::Exit;
+    ///
+    /// fibra::run(async {
+    ///     let mut sup = Supervisor::new(Strategy::OneForOne);
+    ///     let a = sup.child("a", |mut mb: fibra::Mailbox<u32>| async move {
+    ///         while mb.recv().await.is_some() {}
+    ///     });
+    ///     let sup = sup.spawn();
+    ///     assert_eq!(sup.terminate_child(&a).await.unwrap(), Some(Exit::Normal));
+    ///     assert!(sup.children().await.unwrap().is_empty());
+    ///     assert_eq!(sup.terminate_child(&a).await.unwrap(), None);
+    ///     assert!(a.send(1).is_err());
+    ///     sup.shutdown();
+    ///     sup.exited().await;
+    /// });
+    /// ```
+    pub async fn terminate_child<M: Send + 'static>(
+        &self,
+        child: &Addr<M>,
+    ) -> Result<Option<Exit>, crate::CallError> {
+        let id = child.id();
+        self.addr
+            .request(|reply| Event::TerminateChild(id, reply))?
+            .reply()
+            .await
+    }
+
     /// A monitor of the supervisor.
     ///
     /// ```
@@ -889,7 +1028,10 @@ impl State {
         }
         while let Some(event) = self.mb.recv().await {
             match event {
-                Event::Ended { index, life, exit } => {
+                Event::Ended { id, life, exit } => {
+                    let Some(index) = self.position(id) else {
+                        continue; // a child removed since
+                    };
                     if life == self.slots[index].life && self.slots[index].running {
                         self.slots[index].running = false;
                         if let Err(failure) = self.child_ended(index, exit).await {
@@ -913,6 +1055,22 @@ impl State {
                     self.me.fail(Exit::Killed);
                     return std::future::pending().await;
                 }
+                Event::StartChild(child, reply) => {
+                    self.slots.push(Slot::new(child));
+                    self.start(self.slots.len() - 1);
+                    let _ = reply.send(());
+                }
+                Event::TerminateChild(id, reply) => {
+                    let exit = match self.position(id) {
+                        Some(i) => {
+                            let exit = self.stop(i).await;
+                            self.slots.remove(i);
+                            Some(exit)
+                        }
+                        None => None,
+                    };
+                    let _ = reply.send(exit);
+                }
                 Event::Children(reply) => {
                     let infos = self
                         .slots
@@ -929,14 +1087,19 @@ impl State {
         }
     }
 
+    /// The position of the child `id` among the slots.
+    fn position(&self, id: ActorId) -> Option<usize> {
+        self.slots.iter().position(|s| s.child.id() == id)
+    }
+
     fn start(&mut self, index: usize) {
         let slot = &mut self.slots[index];
         slot.life += 1;
         slot.running = true;
-        let (me, life) = (self.me.clone(), slot.life);
+        let (me, life, id) = (self.me.clone(), slot.life, slot.child.id());
         slot.child.start(Box::new(move |exit| {
             // Refused only once the supervisor itself has ended.
-            let _ = me.send(Event::Ended { index, life, exit });
+            let _ = me.send(Event::Ended { id, life, exit });
         }));
     }
 
@@ -997,10 +1160,12 @@ impl State {
     /// Waits for the `Ended` event of child `index`'s current life (other
     /// events stay queued, in order).
     async fn wait_ended(&mut self, index: usize) -> Exit {
-        let life = self.slots[index].life;
+        let (id, life) = (self.slots[index].child.id(), self.slots[index].life);
         let event = self
             .mb
-            .recv_matching(|e| matches!(e, Event::Ended { index: i, life: l, .. } if *i == index && *l == life))
+            .recv_matching(
+                |e| matches!(e, Event::Ended { id: i, life: l, .. } if *i == id && *l == life),
+            )
             .await;
         self.slots[index].running = false;
         match event {
@@ -1021,41 +1186,47 @@ impl State {
         }
     }
 
-    /// Stops every child for good, in reverse start order: close its
-    /// mailbox, wait up to its shutdown timeout, kill it if it has not
-    /// ended; its address then reports the exit of its last life.
+    /// Stops every child for good, in reverse start order ([`stop`](Self::stop)).
     async fn stop_all(&mut self) {
         for i in (0..self.slots.len()).rev() {
-            if self.slots[i].ended {
-                continue;
-            }
-            let exit = if self.slots[i].running {
-                let slot = &self.slots[i];
-                slot.child.close();
-                let (life, timeout) = (slot.life, slot.child.spec().shutdown);
-                let ended = crate::time::timeout(
-                    self.mb.recv_matching_op(|e| {
-                        matches!(e, Event::Ended { index: j, life: l, .. } if *j == i && *l == life)
-                    }),
-                    timeout,
-                )
-                .await;
-                match ended {
-                    Ok(Some(Event::Ended { exit, .. })) => {
-                        self.slots[i].running = false;
-                        exit
-                    }
-                    _ => {
-                        self.slots[i].child.kill();
-                        self.wait_ended(i).await
-                    }
-                }
-            } else {
-                Exit::Normal
-            };
-            self.slots[i].ended = true;
-            self.slots[i].child.end(exit);
+            self.stop(i).await;
         }
+    }
+
+    /// Stops child `i` for good: close its mailbox, wait up to its
+    /// shutdown timeout, kill it if it has not ended; its address then
+    /// reports the exit of its last life, which this returns.
+    async fn stop(&mut self, i: usize) -> Exit {
+        if self.slots[i].ended {
+            return self.slots[i].child.exit().unwrap_or(Exit::Normal);
+        }
+        let exit = if self.slots[i].running {
+            let slot = &self.slots[i];
+            slot.child.close();
+            let (id, life, timeout) = (slot.child.id(), slot.life, slot.child.spec().shutdown);
+            let ended = crate::time::timeout(
+                self.mb.recv_matching_op(
+                    |e| matches!(e, Event::Ended { id: j, life: l, .. } if *j == id && *l == life),
+                ),
+                timeout,
+            )
+            .await;
+            match ended {
+                Ok(Some(Event::Ended { exit, .. })) => {
+                    self.slots[i].running = false;
+                    exit
+                }
+                _ => {
+                    self.slots[i].child.kill();
+                    self.wait_ended(i).await
+                }
+            }
+        } else {
+            Exit::Normal
+        };
+        self.slots[i].ended = true;
+        self.slots[i].child.end(exit.clone());
+        exit
     }
 }
 
