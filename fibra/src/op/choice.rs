@@ -139,6 +139,8 @@ branch_step!(call Withdraw() -> (), |self, op| op.withdraw());
 /// let ops: Vec<_> = rxs.iter().map(|rx| rx.recv_op()).collect();
 /// assert_eq!(choose(ops).perform(), Ok(9));
 /// ```
+// Always inline, as `choose_biased`: the branches are moved into the op.
+#[inline(always)]
 pub fn choose<B: Branches>(branches: B) -> Choose<B> {
     Choose::new(branches, false)
 }
@@ -157,6 +159,7 @@ pub fn choose<B: Branches>(branches: B) -> Choose<B> {
 /// let first = choose_biased((ctl.recv_op(), data.recv_op())).perform();
 /// assert_eq!(first, Ok("stop"));
 /// ```
+#[inline(always)]
 pub fn choose_biased<B: Branches>(branches: B) -> Choose<B> {
     Choose::new(branches, true)
 }
