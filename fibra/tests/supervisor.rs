@@ -813,3 +813,35 @@ fn stress_children_started_and_terminated_from_many_tasks() {
         }
     });
 }
+
+#[test]
+fn a_supervisor_child_can_be_terminated_with_its_subtree() {
+    rt().block_on(async {
+        let log = Log::default();
+        let mut inner = Supervisor::new(Strategy::OneForOne);
+        let leaf = add_child(&mut inner, ChildSpec::new("leaf"), &log);
+        let mut top = Supervisor::new(Strategy::OneForOne);
+        let kept = add_child(&mut top, ChildSpec::new("kept"), &log);
+        let inner = top.supervisor(ChildSpec::new("inner"), inner);
+        let top = top.spawn();
+        assert_eq!(ping(&leaf).await, 1);
+        log.lock().unwrap().clear();
+        assert_eq!(
+            top.terminate_child(&inner).await.unwrap(),
+            Some(Exit::Normal)
+        );
+        assert_eq!(log_of(&log), ["stop leaf", "dropped leaf"]);
+        assert_eq!(inner.exited().await, Exit::Normal);
+        assert_eq!(leaf.exited().await, Exit::Normal);
+        assert_eq!(names(&top).await, ["kept"]);
+        // By id too; a stranger is no child.
+        assert_eq!(
+            top.terminate_child(kept.id()).await.unwrap(),
+            Some(Exit::Normal)
+        );
+        let (stranger, _mb) = fibra::mailbox::<()>();
+        assert_eq!(top.terminate_child(&stranger).await.unwrap(), None);
+        top.shutdown();
+        top.exited().await;
+    });
+}

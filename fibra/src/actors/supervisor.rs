@@ -868,11 +868,13 @@ impl SupervisorRef {
         }
     }
 
-    /// Stops the child at `child` for good and removes it (OTP's
-    /// `terminate_child` and `delete_child`): as in a shutdown, its mailbox
-    /// is closed, it gets its shutdown timeout to end, then it is killed.
-    /// Returns its exit, or `None` if it is not (or no longer) a child of
-    /// this supervisor.
+    /// Stops the child `child` (an actor's `&Addr`, a supervisor child's
+    /// `&SupervisorRef`, or an [`ActorId`](crate::ActorId)) for good and
+    /// removes it (OTP's `terminate_child` and `delete_child`): as in a
+    /// shutdown, its mailbox is closed, it gets its shutdown timeout to
+    /// end, then it is killed (a supervisor child stops its own children
+    /// first, in reverse order). Returns its exit, or `None` if it is not
+    /// (or no longer) a child of this supervisor.
     ///
     /// # Errors
     ///
@@ -896,11 +898,11 @@ impl SupervisorRef {
     ///     sup.exited().await;
     /// });
     /// ```
-    pub async fn terminate_child<M: Send + 'static>(
+    pub async fn terminate_child(
         &self,
-        child: &Addr<M>,
+        child: impl Into<ActorId>,
     ) -> Result<Option<Exit>, crate::CallError> {
-        let id = child.id();
+        let id = child.into();
         self.addr
             .request(|reply| Event::TerminateChild(id, reply))?
             .reply()
@@ -970,6 +972,24 @@ impl SupervisorRef {
     /// ```
     pub fn id(&self) -> crate::ActorId {
         self.addr.id()
+    }
+}
+
+/// The supervisor's identity ([`SupervisorRef::id`]).
+///
+/// ```
+/// use fibra::actors::{Strategy, Supervisor};
+///
+/// fibra::run(async {
+///     let sup = Supervisor::new(Strategy::OneForOne).spawn();
+///     assert_eq!(fibra::ActorId::from(&sup), sup.id());
+///     sup.shutdown();
+///     sup.exited().await;
+/// });
+/// ```
+impl From<&SupervisorRef> for ActorId {
+    fn from(sup: &SupervisorRef) -> Self {
+        sup.id()
     }
 }
 

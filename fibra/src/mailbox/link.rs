@@ -56,6 +56,21 @@ impl fmt::Display for ActorId {
     }
 }
 
+/// An address's identity, as [`Addr::id`](super::Addr::id) gives it (so
+/// that calls naming an actor, such as
+/// [`SupervisorRef::terminate_child`](crate::SupervisorRef::terminate_child),
+/// take `&addr`).
+///
+/// ```
+/// let (a, _ma) = fibra::mailbox::<()>();
+/// assert_eq!(fibra::ActorId::from(&a), a.id());
+/// ```
+impl<M> From<&super::Addr<M>> for ActorId {
+    fn from(addr: &super::Addr<M>) -> Self {
+        addr.id()
+    }
+}
+
 /// A linked actor's death, delivered as a message to an actor that traps
 /// exits ([`Mailbox::trap_exits`](super::Mailbox::trap_exits)).
 ///
