@@ -851,21 +851,13 @@ impl SupervisorRef {
             addr: addr.clone(),
             body,
         });
-        let started = match self.addr.request(|reply| Event::StartChild(child, reply)) {
-            Ok(call) => call.reply().await,
-            Err(e) => Err(e),
-        };
-        match started {
-            Ok(()) => Ok(addr),
-            Err(e) => {
-                // Never started: its address reports it, as a child the
-                // supervisor stopped for good before its first life.
-                addr.end_supervised(Exit::Failed(format!(
-                    "its supervisor ended before starting it ({e})"
-                )));
-                Err(e)
-            }
-        }
+        // Not started: the child went with the refused or dropped request,
+        // and `addr`, its last address, goes here.
+        self.addr
+            .request(|reply| Event::StartChild(child, reply))?
+            .reply()
+            .await?;
+        Ok(addr)
     }
 
     /// Stops the child `child` (an actor's `&Addr`, a supervisor child's

@@ -67,10 +67,7 @@ struct Group {
 
 fn table() -> MutexGuard<'static, HashMap<String, Group>> {
     static TABLE: OnceLock<Mutex<HashMap<String, Group>>> = OnceLock::new();
-    let t = TABLE.get_or_init(Default::default);
-    // No user code runs under this lock, and every change leaves the table
-    // consistent: a poisoned table is still usable.
-    t.lock().unwrap_or_else(|e| e.into_inner())
+    super::registry::locked(&TABLE)
 }
 
 /// Why [`join`] refused.

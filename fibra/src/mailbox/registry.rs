@@ -30,11 +30,18 @@ struct Entry {
 
 fn table() -> MutexGuard<'static, HashMap<String, Entry>> {
     static TABLE: OnceLock<Mutex<HashMap<String, Entry>>> = OnceLock::new();
-    let t = TABLE.get_or_init(Default::default);
-    // A panic never happens under this lock (no user code runs there), but
-    // a poisoned table would still be consistent: every change is one
-    // insert or remove.
-    t.lock().unwrap_or_else(|e| e.into_inner())
+    locked(&TABLE)
+}
+
+/// A process-wide table (the registry's, the process groups'), locked. A
+/// panic never happens under these locks (no user code runs there), but a
+/// poisoned table would still be consistent: every change is an insert or
+/// a removal.
+pub(super) fn locked<T: Default>(table: &'static OnceLock<Mutex<T>>) -> MutexGuard<'static, T> {
+    table
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
 }
 
 /// Why [`register`] refused a name.
