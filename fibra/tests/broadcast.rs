@@ -150,9 +150,14 @@ fn a_receive_that_loses_a_choice_or_is_dropped_takes_nothing() {
 fn a_receive_in_a_choice_with_a_timeout_and_another_channel() {
     let (tx, mut rx) = broadcast::channel::<u32>(4);
     let (other_tx, other_rx) = fibra::bounded::<u32>(1);
+    // The second value is sent only once the first was received, so the
+    // order does not hang on the thread's sleeps (a loaded machine can
+    // make both ready for one choice, which may take either).
+    let (ack_tx, ack_rx) = std::sync::mpsc::channel::<()>();
     let t = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(5));
         tx.send(1).unwrap();
+        ack_rx.recv().unwrap();
         std::thread::sleep(Duration::from_millis(5));
         other_tx.send_blocking(2).unwrap();
         tx
@@ -165,7 +170,12 @@ fn a_receive_in_a_choice_with_a_timeout_and_another_channel() {
             after(Duration::from_millis(1)).wrap(|()| None),
         ))
         .perform();
-        got.extend(v);
+        if let Some(v) = v {
+            got.push(v);
+            if got.len() == 1 {
+                ack_tx.send(()).unwrap();
+            }
+        }
     }
     assert_eq!(got, [1, 2]);
     drop(t.join().unwrap());
