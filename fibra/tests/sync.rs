@@ -193,6 +193,69 @@ fn blocked_acquirers_are_served_in_fifo_order() {
     assert_eq!(sem.available_permits(), 1, "the last permit came back");
 }
 
+#[test]
+fn acquire_takes_a_free_permit_at_once_and_fails_on_a_closed_semaphore() {
+    // A permit there: the first poll takes it.
+    let sem = Semaphore::new(2);
+    let mut fut = pin!(sem.acquire());
+    match poll_noop(fut.as_mut()) {
+        Poll::Ready(Ok(p)) => p.forget(),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(sem.available_permits(), 1);
+    // Polled again after it completed: a clear panic, not a second permit.
+    let again = catch_unwind(AssertUnwindSafe(|| poll_noop(fut.as_mut()).is_ready()));
+    assert!(
+        again.is_err(),
+        "a completed acquire was polled without a panic"
+    );
+    assert_eq!(
+        sem.available_permits(),
+        1,
+        "a completed acquire took another permit"
+    );
+    // Closed with permits left: the first poll fails, and takes none.
+    sem.close();
+    let mut fut = pin!(sem.acquire());
+    assert!(matches!(
+        poll_noop(fut.as_mut()),
+        Poll::Ready(Err(AcquireError))
+    ));
+    assert_eq!(sem.available_permits(), 1);
+    // Closed while blocked: the blocked acquire fails too.
+    let sem = Semaphore::new(0);
+    let (waker, woken) = WakeCounter::new();
+    let mut fut = pin!(sem.acquire());
+    assert!(poll_with(fut.as_mut(), &waker).is_pending());
+    sem.close();
+    assert!(woken.count() >= 1, "close did not wake the blocked acquire");
+    assert!(matches!(
+        poll_with(fut.as_mut(), &waker),
+        Poll::Ready(Err(AcquireError))
+    ));
+}
+
+#[test]
+fn acquires_that_always_find_a_permit_cannot_starve_their_worker() {
+    // One worker; the main task acquires (and gives back) in a loop until
+    // another task runs. Each acquire finds its permit at once, so only the
+    // cooperative budget can make the loop yield.
+    let rt = Runtime::builder().workers(1).build().unwrap();
+    rt.block_on(async {
+        let flag = Arc::new(AtomicUsize::new(0));
+        let f = flag.clone();
+        let _h = fibra::spawn(async move { f.store(1, Ordering::SeqCst) });
+        let sem = Semaphore::new(1);
+        let mut spins = 0u64;
+        while flag.load(Ordering::SeqCst) == 0 {
+            drop(sem.acquire().await.unwrap());
+            spins += 1;
+            assert!(spins < 10_000_000, "the other task never ran");
+        }
+        assert_eq!(sem.available_permits(), 1);
+    });
+}
+
 #[derive(Debug, PartialEq)]
 enum Won {
     Permit,

@@ -212,6 +212,24 @@ fn loom_semaphore_two_blocked_acquires_each_get_a_release() {
 }
 
 #[test]
+fn loom_semaphore_acquire_future_racing_two_releases() {
+    // The future of `acquire` looks at the count first and builds its
+    // perform only when it finds no permit; two releases race both looks.
+    // Each of the two acquires ends with one permit, none is left over.
+    model(|| {
+        let sem = crate::loom::Arc::new(Semaphore::new(0));
+        let (s1, s2) = (sem.clone(), sem.clone());
+        let t1 = thread::spawn(move || s1.release(1));
+        let t2 = thread::spawn(move || s2.release(1));
+        crate::block_on(sem.acquire()).unwrap().forget();
+        crate::block_on(sem.acquire()).unwrap().forget();
+        t1.join().unwrap();
+        t2.join().unwrap();
+        assert_eq!(sem.available_permits(), 0);
+    });
+}
+
+#[test]
 fn loom_semaphore_acquire_losing_a_choice_keeps_no_permit() {
     // A blocked acquire in a choice with a channel receive; a permit and a
     // value arrive at once. Whichever branch wins, the permits add up.

@@ -37,7 +37,9 @@ pub use mvar::{MVar, PutOp, TakeOp};
 pub use notify::{NotifiedOp, Notify};
 pub use once_cell::OnceCell;
 pub use rwlock::{ReadOp, RwLock, RwLockReadGuard, RwLockWriteGuard, WriteOp};
-pub use semaphore::{AcquireError, AcquireOp, MAX_PERMITS, Permit, Semaphore, TryAcquireError};
+pub use semaphore::{
+    Acquire, AcquireError, AcquireOp, MAX_PERMITS, Permit, Semaphore, TryAcquireError,
+};
 
 #[cfg(all(test, loom))]
 mod loom_models;

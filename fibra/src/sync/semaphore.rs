@@ -23,11 +23,13 @@
 use crate::loom::{AtomicUsize, Lock, Ordering, UnsafeCell};
 use crate::op::slot::{Slot, put, take};
 use crate::op::waiter::{Registration, WaitQueue, Woken};
-use crate::op::{BlockCx, Op, sealed::Sealed};
+use crate::op::{BlockCx, Op, Perform, sealed::Sealed};
+use pin_project_lite::pin_project;
 use std::fmt;
+use std::future::Future;
 use std::marker::PhantomPinned;
 use std::pin::Pin;
-use std::task::Waker;
+use std::task::{Context, Poll, Waker};
 
 /// `permits`' flag: `close` was called.
 const CLOSED: usize = 1;
@@ -191,14 +193,14 @@ impl Semaphore {
     /// sem.release(2);
     /// assert_eq!(sem.available_permits(), 2);
     /// ```
+    #[inline]
     pub fn release(&self, n: usize) {
         if n == 0 {
             return;
         }
-        assert!(
-            n <= MAX_PERMITS,
-            "a semaphore holds at most {MAX_PERMITS} permits"
-        );
+        if n > MAX_PERMITS {
+            too_many_permits();
+        }
         // Release: what the releaser did before comes before the use of
         // the permit by whoever takes it (an Acquire RMW reading this add or
         // a later one in its release sequence). Whether acquires wait is in
@@ -206,7 +208,7 @@ impl Semaphore {
         let before = self.permits.fetch_add(n * ONE, Ordering::Release);
         if before / ONE + n > MAX_PERMITS {
             self.permits.fetch_sub(n * ONE, Ordering::Relaxed);
-            panic!("a semaphore holds at most {MAX_PERMITS} permits");
+            too_many_permits();
         }
         if before & WAITING != 0 {
             self.serve();
@@ -269,8 +271,12 @@ impl Semaphore {
     /// assert_eq!(sem.available_permits(), 1);
     /// # });
     /// ```
-    pub async fn acquire(&self) -> Result<Permit<'_>, AcquireError> {
-        self.acquire_op().await
+    pub fn acquire(&self) -> Acquire<'_> {
+        Acquire {
+            sem: self,
+            done: false,
+            blocked: None,
+        }
     }
 
     /// Waits for a permit, parking the OS thread.
@@ -366,7 +372,9 @@ impl Semaphore {
         self.permits.fetch_or(WAITING, Ordering::Relaxed);
     }
 
-    /// Hands available permits to blocked acquires, front first.
+    /// Hands available permits to blocked acquires, front first. Out of
+    /// line: a release that finds nobody waiting stays a few instructions.
+    #[inline(never)]
     fn serve(&self) {
         let mut woken = Woken::default();
         {
@@ -412,6 +420,13 @@ impl fmt::Debug for Semaphore {
             .field("closed", &self.is_closed())
             .finish()
     }
+}
+
+/// The panic of a release beyond [`MAX_PERMITS`].
+#[cold]
+#[inline(never)]
+fn too_many_permits() -> ! {
+    panic!("a semaphore holds at most {MAX_PERMITS} permits");
 }
 
 enum Taken {
@@ -568,4 +583,86 @@ impl<'a> Op for AcquireOp<'a> {
 
 crate::op::op_into_future! {
     impl['a] AcquireOp<'a>;
+}
+
+pin_project! {
+    /// The future of [`Semaphore::acquire`]: takes a permit at once when
+    /// one is there (one compare-and-swap, no op state built), and
+    /// otherwise performs an [`AcquireOp`], waiting in FIFO order.
+    ///
+    /// Cancel-safe as a perform: dropped before it got a permit, it took
+    /// none; a permit handed to it in the meantime goes back to the
+    /// semaphore.
+    ///
+    /// ```
+    /// # fibra::run(async {
+    /// let sem = fibra::Semaphore::new(1);
+    /// let acquire: fibra::sync::Acquire<'_> = sem.acquire();
+    /// let permit = acquire.await.unwrap();
+    /// assert_eq!(sem.available_permits(), 0);
+    /// drop(permit);
+    /// # });
+    /// ```
+    #[must_use = "futures do nothing unless awaited"]
+    pub struct Acquire<'a> {
+        sem: &'a Semaphore,
+        // The future gave its output (the fast path's; a blocked
+        // acquire's perform knows it itself).
+        done: bool,
+        // The perform of a blocked acquire: built when the first look found
+        // no permit.
+        #[pin]
+        blocked: Option<Perform<AcquireOp<'a>>>,
+    }
+}
+
+impl<'a> Future for Acquire<'a> {
+    type Output = Result<Permit<'a>, AcquireError>;
+
+    #[inline]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut this = self.project();
+        if this.blocked.is_none() {
+            assert!(!*this.done, "`Acquire` polled after it completed");
+            if !crate::coop::consume() {
+                // Out of budget on a fibra worker: let the others run.
+                cx.waker().wake_by_ref();
+                return Poll::Pending;
+            }
+            let sem = *this.sem;
+            let out = match sem.take_permit() {
+                Taken::Yes => Ok(Permit { sem }),
+                Taken::Closed => Err(AcquireError),
+                Taken::No => {
+                    this.blocked.set(Some(Perform::new(sem.acquire_op())));
+                    return Self::poll_blocked(this.blocked, cx);
+                }
+            };
+            *this.done = true;
+            return Poll::Ready(out);
+        }
+        Self::poll_blocked(this.blocked, cx)
+    }
+}
+
+impl<'a> Acquire<'a> {
+    /// Polls the perform of a blocked acquire (built).
+    #[inline(always)]
+    fn poll_blocked(
+        blocked: Pin<&mut Option<Perform<AcquireOp<'a>>>>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<Permit<'a>, AcquireError>> {
+        match blocked.as_pin_mut() {
+            Some(perform) => perform.poll(cx),
+            None => unreachable!("a blocked acquire without its perform"),
+        }
+    }
+}
+
+impl fmt::Debug for Acquire<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Acquire")
+            .field("blocked", &self.blocked.is_some())
+            .finish_non_exhaustive()
+    }
 }
