@@ -73,6 +73,8 @@ fn the_resources_are_send_and_sync_and_their_futures_send() {
     future_is_send(&mv.put_timeout(1, Duration::ZERO));
     future_is_send(&n.notified());
     future_is_send(&m.lock());
+    let sem = fibra::Semaphore::new(1);
+    future_is_send(&sem.acquire());
 }
 
 // ----- MVar ---------------------------------------------------------------------------
@@ -954,6 +956,52 @@ fn mutex_methods_lock_and_unlock() {
     assert_eq!(drops.load(Ordering::SeqCst), 1);
     drop(Mutex::new(DropCount::new(1, &drops)));
     assert_eq!(drops.load(Ordering::SeqCst), 2);
+}
+
+#[test]
+fn a_lock_future_takes_a_free_lock_on_its_first_poll() {
+    let m = Mutex::new(1);
+    let mut f = pin!(m.lock());
+    let g = match poll_noop(f.as_mut()) {
+        Poll::Ready(g) => g,
+        Poll::Pending => panic!("a free lock was not taken at once"),
+    };
+    assert!(m.try_lock().is_none(), "the guard does not hold the lock");
+    assert!(format!("{f:?}").starts_with("MutexLock"));
+    drop(g);
+    // Polled again after it completed: a clear panic, not a second guard.
+    let again = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        poll_noop(f.as_mut()).is_ready()
+    }));
+    assert!(
+        again.is_err(),
+        "a completed lock future was polled without a panic"
+    );
+    assert!(
+        m.try_lock().is_some(),
+        "a completed lock future took the lock again"
+    );
+}
+
+#[test]
+fn locks_that_are_always_free_cannot_starve_their_worker() {
+    // One worker; the main task locks and unlocks in a loop until another
+    // task runs. Every lock is free at once, so only the cooperative
+    // budget can make the loop yield.
+    let rt = Runtime::builder().workers(1).build().unwrap();
+    rt.block_on(async {
+        let flag = Arc::new(AtomicUsize::new(0));
+        let f = flag.clone();
+        let _h = fibra::spawn(async move { f.store(1, Ordering::SeqCst) });
+        let m = Mutex::new(0u64);
+        let mut spins = 0u64;
+        while flag.load(Ordering::SeqCst) == 0 {
+            *m.lock().await += 1;
+            spins += 1;
+            assert!(spins < 10_000_000, "the other task never ran");
+        }
+        assert_eq!(*m.lock().await, spins);
+    });
 }
 
 #[test]

@@ -42,6 +42,7 @@ mod combinators;
 mod from_future;
 mod nack;
 mod perform;
+mod quick;
 pub(crate) mod rng;
 pub(crate) mod slot;
 pub(crate) mod state;
@@ -55,6 +56,7 @@ pub use from_future::{CellOp, FromFuture, FutureCell, from_future};
 pub(crate) use nack::withdraw_unwound;
 pub use nack::{Nack, WithNack, with_nack};
 pub use perform::Perform;
+pub(crate) use quick::Quick;
 pub use rng::seed_choice_rng;
 
 use state::OpState;
@@ -367,28 +369,9 @@ pub trait Op: sealed::Sealed {
     where
         Self: Sized,
     {
-        // SAFETY: `try_now` publishes nothing and keeps no pointer into
-        // `self` after it returns (true of every op: the trait is sealed), so
-        // moving `self` afterwards cannot invalidate anything. The pin only
-        // lives for the call.
-        let pinned = unsafe { Pin::new_unchecked(&mut self) };
-        // If a builder, predicate or `wrap` panics, withdraw on the way out
-        // (firing the nacks of the branches not chosen).
-        let mut unwinding = WithdrawOnUnwind(pinned);
-        unwinding.0.as_mut().prepare();
-        let tried = unwinding.0.as_mut().try_now();
-        std::mem::forget(unwinding);
-        match tried {
+        match try_in_place(&mut self) {
             Some(out) => Ok(out),
-            None => {
-                if !self.try_leaves_nothing() {
-                    // SAFETY: as above; `withdraw` after a failed try only
-                    // resets per-perform state (built guards, nacks) and
-                    // publishes nothing.
-                    unsafe { Pin::new_unchecked(&mut self) }.withdraw();
-                }
-                Err(self)
-            }
+            None => Err(self),
         }
     }
 
@@ -406,6 +389,30 @@ pub trait Op: sealed::Sealed {
     {
         BoxOp::new(self)
     }
+}
+
+/// Tries `op` without waiting, as [`Op::try_perform`] does, leaving it as
+/// it was before if nothing commits: prepares, tries, and withdraws what
+/// the try built (guards, nacks) when it may have built anything. The op
+/// may be moved afterwards: `try_now` publishes nothing and keeps no
+/// pointer into the op after it returns (true of every op: the trait is
+/// sealed).
+#[inline(always)]
+pub(crate) fn try_in_place<O: Op>(op: &mut O) -> Option<O::Output> {
+    // SAFETY: see above; the pin only lives for this call.
+    let pinned = unsafe { Pin::new_unchecked(&mut *op) };
+    // If a builder, predicate or `wrap` panics, withdraw on the way out
+    // (firing the nacks of the branches not chosen).
+    let mut unwinding = WithdrawOnUnwind(pinned);
+    unwinding.0.as_mut().prepare();
+    let tried = unwinding.0.as_mut().try_now();
+    std::mem::forget(unwinding);
+    if tried.is_none() && !op.try_leaves_nothing() {
+        // SAFETY: as above; `withdraw` after a failed try only resets
+        // per-perform state (built guards, nacks) and publishes nothing.
+        unsafe { Pin::new_unchecked(op) }.withdraw();
+    }
+    tried
 }
 
 /// Armed while `try_perform` prepares and tries (then forgotten): if dropped,

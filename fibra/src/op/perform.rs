@@ -31,6 +31,10 @@ use std::task::{Context, Poll};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
     Fresh,
+    /// Not polled yet, and its op was just tried without a perform and
+    /// found not ready (`Perform::new_tried`): the first poll goes straight
+    /// to the block phase.
+    Tried,
     Blocked,
     Done,
 }
@@ -114,6 +118,20 @@ impl<O: Op> Perform<O> {
 }
 
 impl<O: Op> Perform<O> {
+    /// A perform of `op`, which was just tried (`try_in_place`) and found
+    /// not ready, with the budget taken for that try: the first poll skips
+    /// both and blocks at once (the block phase looks at every branch again
+    /// before it publishes, as after any try).
+    pub(crate) fn new_tried(op: O) -> Self {
+        Self {
+            op,
+            state: OpState::new(),
+            phase: Phase::Tried,
+            remote: true,
+            _pinned: PhantomPinned,
+        }
+    }
+
     /// The op inside, once the perform is over (or before it started): with
     /// no record published, it can give back what it still holds (the value
     /// of a send that did not happen).
@@ -160,8 +178,9 @@ impl<O: Op> Future for Perform<O> {
         let mut this = self.project();
         let mut waker_fresh = false;
         match *this.phase {
-            Phase::Fresh => {
-                if !crate::coop::consume() {
+            phase @ (Phase::Fresh | Phase::Tried) => {
+                let fresh = phase == Phase::Fresh;
+                if fresh && !crate::coop::consume() {
                     // Out of budget on a fibra worker: let the others run.
                     cx.waker().wake_by_ref();
                     return Poll::Pending;
@@ -188,7 +207,11 @@ impl<O: Op> Future for Perform<O> {
                     exclusive: false,
                     install: None,
                 };
-                let tried = unwinding.op.as_mut().try_or_publish(cx);
+                let tried = if fresh {
+                    unwinding.op.as_mut().try_or_publish(cx)
+                } else {
+                    Tried::NotReady
+                };
                 std::mem::forget(unwinding);
                 match tried {
                     Tried::Committed(out) => {

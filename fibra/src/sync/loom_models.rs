@@ -218,6 +218,28 @@ fn loom_sync_mutex_hand_off_keeps_mutual_exclusion() {
 }
 
 #[test]
+fn loom_sync_mutex_lock_future_takes_or_waits_for_the_lock() {
+    // The future of `lock` tries the lock first and builds its perform
+    // only when it is held, going straight to the block phase. Two threads
+    // lock with it while the main thread holds the lock and lets go: every
+    // interleaving of a try, a publication and the hand-off ends with both
+    // increments done and the lock free.
+    model(|| {
+        let m = Arc::new(Mutex::new(0u32));
+        let held = m.try_lock().expect("a fresh mutex is free");
+        let t = {
+            let m = m.clone();
+            thread::spawn(move || *crate::block_on(m.lock()) += 1)
+        };
+        drop(held);
+        *crate::block_on(m.lock()) += 1;
+        t.join().unwrap();
+        let g = m.try_lock().expect("the lock was left held");
+        assert_eq!(*g, 2);
+    });
+}
+
+#[test]
 fn loom_sync_lock_op_losing_a_choice_does_not_hold_the_lock() {
     // A thread waits for the lock or a value, while the holder sends the
     // value and lets go of the lock (handing it to the waiting op if its

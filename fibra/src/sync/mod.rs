@@ -32,7 +32,7 @@ mod semaphore;
 pub use barrier::{Barrier, BarrierWaitOp, BarrierWaitResult};
 pub use cancel::{CancellationToken, CancelledOp, DropGuard};
 pub use ivar::{GetOp, GetRefOp, IVar};
-pub use mutex::{LockOp, Mutex, MutexGuard};
+pub use mutex::{LockOp, Mutex, MutexGuard, MutexLock};
 pub use mvar::{MVar, PutOp, TakeOp};
 pub use notify::{NotifiedOp, Notify};
 pub use once_cell::OnceCell;

@@ -35,12 +35,15 @@
 
 use crate::loom::{AtomicUsize, Lock, Ordering, UnsafeCell};
 use crate::op::waiter::{Registration, WaitQueue};
-use crate::op::{BlockCx, Op, sealed::Sealed};
+use crate::op::{BlockCx, Op, Quick, sealed::Sealed};
+use pin_project_lite::pin_project;
 use std::fmt;
+use std::future::Future;
 use std::marker::{PhantomData, PhantomPinned};
 use std::mem::ManuallyDrop;
 use std::ops::{Deref, DerefMut};
 use std::pin::Pin;
+use std::task::{Context, Poll};
 
 const LOCKED: usize = 1;
 const QUEUED: usize = 2;
@@ -154,8 +157,10 @@ impl<T> Mutex<T> {
     /// assert_eq!(*m.lock().await, 2);
     /// # });
     /// ```
-    pub async fn lock(&self) -> MutexGuard<'_, T> {
-        self.lock_op().await
+    pub fn lock(&self) -> MutexLock<'_, T> {
+        MutexLock {
+            wait: Quick::new(self.lock_op()),
+        }
     }
 
     /// Waits for the lock, parking the OS thread.
@@ -364,6 +369,47 @@ impl<T: fmt::Debug> fmt::Debug for MutexGuard<'_, T> {
 impl<T: fmt::Display> fmt::Display for MutexGuard<'_, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Display::fmt(&**self, f)
+    }
+}
+
+pin_project! {
+    /// The future of [`Mutex::lock`]: takes a free lock at once (one
+    /// atomic read-modify-write, no op state built), and otherwise performs
+    /// its [`LockOp`], waiting in FIFO order.
+    ///
+    /// Cancel-safe as a perform: dropped before it got the lock, it holds
+    /// nothing; dropped right after the lock was handed to it, it hands the
+    /// lock on.
+    ///
+    /// ```
+    /// # fibra::run(async {
+    /// let m = fibra::Mutex::new(1);
+    /// let lock: fibra::sync::MutexLock<'_, i32> = m.lock();
+    /// *lock.await += 1;
+    /// assert_eq!(*m.lock().await, 2);
+    /// # });
+    /// ```
+    #[must_use = "futures do nothing unless awaited"]
+    pub struct MutexLock<'a, T> {
+        #[pin]
+        wait: Quick<LockOp<'a, T>>,
+    }
+}
+
+impl<'a, T> Future for MutexLock<'a, T> {
+    type Output = MutexGuard<'a, T>;
+
+    #[inline(always)]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.project().wait.poll(cx)
+    }
+}
+
+impl<T> fmt::Debug for MutexLock<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MutexLock")
+            .field("waits", &self.wait.waits())
+            .finish_non_exhaustive()
     }
 }
 

@@ -23,7 +23,7 @@
 use crate::loom::{AtomicUsize, Lock, Ordering, UnsafeCell};
 use crate::op::slot::{Slot, put, take};
 use crate::op::waiter::{Registration, WaitQueue, Woken};
-use crate::op::{BlockCx, Op, Perform, sealed::Sealed};
+use crate::op::{BlockCx, Op, Quick, sealed::Sealed};
 use pin_project_lite::pin_project;
 use std::fmt;
 use std::future::Future;
@@ -273,9 +273,7 @@ impl Semaphore {
     /// ```
     pub fn acquire(&self) -> Acquire<'_> {
         Acquire {
-            sem: self,
-            done: false,
-            blocked: None,
+            wait: Quick::new(self.acquire_op()),
         }
     }
 
@@ -587,8 +585,8 @@ crate::op::op_into_future! {
 
 pin_project! {
     /// The future of [`Semaphore::acquire`]: takes a permit at once when
-    /// one is there (one compare-and-swap, no op state built), and
-    /// otherwise performs an [`AcquireOp`], waiting in FIFO order.
+    /// one is there (the op's try, no op state built), and otherwise
+    /// performs its [`AcquireOp`], waiting in FIFO order.
     ///
     /// Cancel-safe as a perform: dropped before it got a permit, it took
     /// none; a permit handed to it in the meantime goes back to the
@@ -605,64 +603,24 @@ pin_project! {
     /// ```
     #[must_use = "futures do nothing unless awaited"]
     pub struct Acquire<'a> {
-        sem: &'a Semaphore,
-        // The future gave its output (the fast path's; a blocked
-        // acquire's perform knows it itself).
-        done: bool,
-        // The perform of a blocked acquire: built when the first look found
-        // no permit.
         #[pin]
-        blocked: Option<Perform<AcquireOp<'a>>>,
+        wait: Quick<AcquireOp<'a>>,
     }
 }
 
 impl<'a> Future for Acquire<'a> {
     type Output = Result<Permit<'a>, AcquireError>;
 
-    #[inline]
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let mut this = self.project();
-        if this.blocked.is_none() {
-            assert!(!*this.done, "`Acquire` polled after it completed");
-            if !crate::coop::consume() {
-                // Out of budget on a fibra worker: let the others run.
-                cx.waker().wake_by_ref();
-                return Poll::Pending;
-            }
-            let sem = *this.sem;
-            let out = match sem.take_permit() {
-                Taken::Yes => Ok(Permit { sem }),
-                Taken::Closed => Err(AcquireError),
-                Taken::No => {
-                    this.blocked.set(Some(Perform::new(sem.acquire_op())));
-                    return Self::poll_blocked(this.blocked, cx);
-                }
-            };
-            *this.done = true;
-            return Poll::Ready(out);
-        }
-        Self::poll_blocked(this.blocked, cx)
-    }
-}
-
-impl<'a> Acquire<'a> {
-    /// Polls the perform of a blocked acquire (built).
     #[inline(always)]
-    fn poll_blocked(
-        blocked: Pin<&mut Option<Perform<AcquireOp<'a>>>>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Result<Permit<'a>, AcquireError>> {
-        match blocked.as_pin_mut() {
-            Some(perform) => perform.poll(cx),
-            None => unreachable!("a blocked acquire without its perform"),
-        }
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.project().wait.poll(cx)
     }
 }
 
 impl fmt::Debug for Acquire<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Acquire")
-            .field("blocked", &self.blocked.is_some())
+            .field("waits", &self.wait.waits())
             .finish_non_exhaustive()
     }
 }
