@@ -1,6 +1,9 @@
 //! Behaviour of fibra's runtime: spawn, join, abort, panics, flavours,
 //! blocking misuse, shutdown.
 
+mod common;
+
+use common::OtherTask;
 use fibra::{JoinError, Op, Runtime, choose};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -547,14 +550,10 @@ fn a_task_whose_ops_are_always_ready_cannot_starve_its_worker() {
     // another task runs. Without the cooperative budget it would never yield.
     let rt = Runtime::builder().workers(1).build().unwrap();
     rt.block_on(async {
-        let flag = Arc::new(AtomicUsize::new(0));
-        let f = flag.clone();
-        let _h = fibra::spawn(async move { f.store(1, Ordering::SeqCst) });
+        let other = OtherTask::spawn();
         let mut spins = 0u64;
-        while flag.load(Ordering::SeqCst) == 0 {
+        while !other.has_run(&mut spins) {
             fibra::always(()).await;
-            spins += 1;
-            assert!(spins < 10_000_000, "the other task never ran");
         }
     });
 }
@@ -565,17 +564,13 @@ fn a_task_whose_mailbox_is_never_empty_cannot_starve_its_worker() {
     // message: it takes the budget like a perform.
     let rt = Runtime::builder().workers(1).build().unwrap();
     rt.block_on(async {
-        let flag = Arc::new(AtomicUsize::new(0));
-        let f = flag.clone();
-        let _h = fibra::spawn(async move { f.store(1, Ordering::SeqCst) });
+        let other = OtherTask::spawn();
         let (me, mut mb) = fibra::mailbox::<u64>();
         me.send(0).unwrap();
         let mut spins = 0u64;
-        while flag.load(Ordering::SeqCst) == 0 {
+        while !other.has_run(&mut spins) {
             let n = mb.recv().await.unwrap();
             me.send(n + 1).unwrap();
-            spins += 1;
-            assert!(spins < 10_000_000, "the other task never ran");
         }
     });
 }

@@ -5,8 +5,8 @@
 mod common;
 
 use common::{
-    Rng, WakeCounter, drive_after_first_poll, poll_noop, poll_with, scaled, test_seed, tokio_mt,
-    with_watchdog,
+    OtherTask, Rng, WakeCounter, drive_after_first_poll, poll_noop, poll_with, scaled, test_seed,
+    tokio_mt, with_watchdog,
 };
 use fibra::sync::MAX_PERMITS;
 use fibra::time::after;
@@ -242,15 +242,11 @@ fn acquires_that_always_find_a_permit_cannot_starve_their_worker() {
     // cooperative budget can make the loop yield.
     let rt = Runtime::builder().workers(1).build().unwrap();
     rt.block_on(async {
-        let flag = Arc::new(AtomicUsize::new(0));
-        let f = flag.clone();
-        let _h = fibra::spawn(async move { f.store(1, Ordering::SeqCst) });
+        let other = OtherTask::spawn();
         let sem = Semaphore::new(1);
         let mut spins = 0u64;
-        while flag.load(Ordering::SeqCst) == 0 {
+        while !other.has_run(&mut spins) {
             drop(sem.acquire().await.unwrap());
-            spins += 1;
-            assert!(spins < 10_000_000, "the other task never ran");
         }
         assert_eq!(sem.available_permits(), 1);
     });

@@ -7,7 +7,8 @@
 mod common;
 
 use common::{
-    DropCount, Rng, WakeCounter, poll_noop, poll_with, scaled, test_seed, tokio_mt, with_watchdog,
+    DropCount, OtherTask, Rng, WakeCounter, poll_noop, poll_with, scaled, test_seed, tokio_mt,
+    with_watchdog,
 };
 use fibra::time::after;
 use fibra::{MVar, Mutex, MutexGuard, Notify, Op, Runtime, always, bounded, choose, choose_biased};
@@ -990,15 +991,11 @@ fn locks_that_are_always_free_cannot_starve_their_worker() {
     // budget can make the loop yield.
     let rt = Runtime::builder().workers(1).build().unwrap();
     rt.block_on(async {
-        let flag = Arc::new(AtomicUsize::new(0));
-        let f = flag.clone();
-        let _h = fibra::spawn(async move { f.store(1, Ordering::SeqCst) });
+        let other = OtherTask::spawn();
         let m = Mutex::new(0u64);
         let mut spins = 0u64;
-        while flag.load(Ordering::SeqCst) == 0 {
+        while !other.has_run(&mut spins) {
             *m.lock().await += 1;
-            spins += 1;
-            assert!(spins < 10_000_000, "the other task never ran");
         }
         assert_eq!(*m.lock().await, spins);
     });

@@ -716,3 +716,30 @@ pub fn channels<T>(k: usize) -> (Vec<fibra::Sender<T>>, Vec<fibra::Receiver<T>>)
         })
         .unzip()
 }
+
+/// A task spawned on the current fibra runtime that only marks that it ran:
+/// a loop whose every step is ready at once checks it to learn whether the
+/// cooperative budget made the loop yield to its worker's other tasks.
+pub struct OtherTask(Arc<std::sync::atomic::AtomicBool>, fibra::JoinHandle<()>);
+
+impl OtherTask {
+    /// Spawns it (inside a fibra runtime).
+    pub fn spawn() -> Self {
+        let ran = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let mark = ran.clone();
+        let task = fibra::spawn(async move { mark.store(true, Ordering::SeqCst) });
+        Self(ran, task)
+    }
+
+    /// Whether it ran; if not, counts one more step of the caller's loop in
+    /// `spins`, and panics once that loop has gone 10,000,000 steps without
+    /// letting it run.
+    pub fn has_run(&self, spins: &mut u64) -> bool {
+        if self.0.load(Ordering::SeqCst) {
+            return true;
+        }
+        *spins += 1;
+        assert!(*spins < 10_000_000, "the other task never ran");
+        false
+    }
+}
